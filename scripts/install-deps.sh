@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages ember builds and tests with. Idempotent: installs only
+# what is missing, and does nothing (no network) when everything is present.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config  # toolchain
+  clang                                         # libFuzzer targets
+  libssl-dev          # SHA-256 (OpenSSL EVP)
+  nlohmann-json3-dev  # manifests, receipts, tokenizer.json
+  libcli11-dev        # command line
+  libpcre2-dev        # Unicode pre-tokenizer regexes
+  libeigen3-dev       # f64 ridge/affine solves
+  libgtest-dev        # tests
+  libbenchmark-dev    # bench/
+  python3 python3-numpy python3-jsonschema  # python/ package, schema validation
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

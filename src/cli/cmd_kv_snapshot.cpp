@@ -1,0 +1,7 @@
+#include "cli/commands.h"
+
+namespace ember::cli {
+
+void register_kv_snapshot_commands(CLI::App& app) { (void)app; }
+
+}  // namespace ember::cli

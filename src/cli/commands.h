@@ -1,0 +1,23 @@
+#pragma once
+// Command groups of the `ember` executable. Each lives in its own file (cmd_*.cpp) and is a
+// thin layer over the library: parse flags, call the library, print, map errors to exit codes.
+#include <CLI/CLI.hpp>
+
+namespace ember::cli {
+
+// Exit codes: 0 success; 1 a check ran and failed (gate, threshold, verification);
+// 2 bad usage or bad input (ember::Error). A command signals a failed check by throwing
+// CheckFailed after printing its report.
+struct CheckFailed {
+  std::string message;
+};
+
+void register_model_commands(CLI::App& app);        // ember model inspect|quantize|synth
+void register_tokenize_commands(CLI::App& app);     // ember tokenize|detokenize
+void register_run_command(CLI::App& app);           // ember run
+void register_kv_snapshot_commands(CLI::App& kv);   // ember kv export|verify|replay|validate-replay
+void register_kv_compare_commands(CLI::App& kv);    // ember kv compare|perturb
+void register_map_commands(CLI::App& app);          // ember map ...|study ...
+void register_container_commands(CLI::App& app);    // ember kvc ...|contract ...|pack ...
+
+}  // namespace ember::cli

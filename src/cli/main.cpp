@@ -1,0 +1,36 @@
+// ember: KV caches as first-class artifacts. The executable only wires command groups.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ember: export, verify, replay, compare and translate transformer KV caches"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ember 0.1.0");
+  ember::cli::register_model_commands(app);
+  ember::cli::register_tokenize_commands(app);
+  ember::cli::register_run_command(app);
+  CLI::App* kv = app.add_subcommand("kv", "KV snapshots: export, verify, replay, compare, perturb");
+  kv->require_subcommand(1);
+  ember::cli::register_kv_snapshot_commands(*kv);
+  ember::cli::register_kv_compare_commands(*kv);
+  ember::cli::register_map_commands(app);
+  ember::cli::register_container_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const ember::cli::CheckFailed& e) {
+    if (!e.message.empty()) std::fprintf(stderr, "ember: %s\n", e.message.c_str());
+    return 1;
+  } catch (const ember::Error& e) {
+    std::fprintf(stderr, "ember: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ember: unexpected error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

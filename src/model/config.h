@@ -1,0 +1,50 @@
+#pragma once
+// Hyper-parameters of a supported architecture, read from GGUF metadata and checked.
+#include <cstdint>
+#include <string>
+
+#include "gguf/gguf_file.h"
+
+namespace ember::model {
+
+enum class Arch { llama, qwen2, qwen3 };
+const char* arch_name(Arch a);
+Arch parse_arch(const std::string& name);  // Error naming the value if unsupported
+
+// How RoPE pairs dimensions. normal: (2i, 2i+1) adjacent pairs, as GGUF `llama` files store
+// Q/K (GGML rope mode 0). neox: (i, i + d/2), as `qwen2`/`qwen3` (GGML mode 2, HF rotate-half).
+enum class RopeLayout { normal, neox };
+const char* rope_layout_name(RopeLayout l);
+
+struct RopeScaling {
+  std::string type = "none";     // none | linear | llama3
+  float factor = 1.0f;
+  int original_context = 0;      // llama3: original_max_position_embeddings
+  float low_freq_factor = 1.0f;  // llama3
+  float high_freq_factor = 4.0f; // llama3
+};
+
+struct ModelConfig {
+  Arch arch = Arch::llama;
+  int n_layers = 0;
+  int n_embd = 0;      // hidden size
+  int n_heads = 0;     // query heads
+  int n_kv_heads = 0;  // key/value heads (GQA when < n_heads)
+  int head_dim = 0;    // per head; n_embd / n_heads unless the file says otherwise (qwen3)
+  int n_ff = 0;        // SwiGLU inner size
+  int n_vocab = 0;
+  int n_ctx = 0;       // trained context length from metadata
+  float rope_theta = 10000.0f;
+  RopeLayout rope_layout = RopeLayout::normal;
+  RopeScaling rope_scaling;
+  float rms_eps = 1e-5f;
+  bool qkv_bias = false;     // qwen2
+  bool qk_norm = false;      // qwen3: per-head RMSNorm of Q and K before RoPE
+  bool tied_output = false;  // no output.weight: the LM head is token_embd
+
+  // Reads `<arch>.*` keys and the tensor table; Error naming the file and the key/tensor on
+  // anything missing or inconsistent.
+  static ModelConfig from_gguf(const gguf::GgufFile& file);
+};
+
+}  // namespace ember::model

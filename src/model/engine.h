@@ -1,0 +1,96 @@
+#pragma once
+// The engine: a deterministic, instrumented CPU forward pass for llama, qwen2 and qwen3.
+// Numerics contract "canonical-v1" (docs/numerics.md): logits and K/V are bit-identical for
+// any thread count, prefill vs decode, and every SIMD path.
+//
+// Partial execution is a first-class API: embed(), run_layers(), project_kv() and lm_head()
+// are the very steps forward() is made of, so composing them gives the same bits.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+
+namespace ember::model {
+
+// Weights and configuration of one GGUF model; immutable and shared by engines and caches.
+class Model {
+ public:
+  static std::shared_ptr<const Model> load(const std::string& gguf_path);
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+  virtual const gguf::GgufFile& file() const = 0;
+  // The model identity hash (docs/identity.md), hex SHA-256.
+  virtual const std::string& identity() const = 0;
+};
+
+// Observers of a forward pass. Each is called once per layer per call with the rows of the
+// n tokens evaluated, at absolute positions [pos0, pos0 + n). All arrays are f32, row-major.
+// Observing never changes a bit of the result.
+struct ForwardHooks {
+  // k_pre: [n][n_kv_heads][head_dim] after Q/K norm (qwen3), before RoPE.
+  // k_post: same shape, after RoPE (before rounding to the f16 cache).
+  // v: [n][n_kv_heads][head_dim] (before rounding to the f16 cache).
+  std::function<void(int layer, int pos0, int n, const float* k_pre, const float* k_post,
+                     const float* v)> on_kv;
+  // [n][n_embd]: the attention output after the O-projection (before the residual add).
+  std::function<void(int layer, int pos0, int n, const float* attn_out)> on_attn_out;
+  // [n][n_embd]: the residual stream entering layer `boundary` (boundary == n_layers: the
+  // output of the last layer, before the final norm).
+  std::function<void(int boundary, int pos0, int n, const float* residual)> on_residual;
+};
+
+struct EngineOptions {
+  int threads = 1;
+};
+
+class Engine {
+ public:
+  Engine(std::shared_ptr<const Model> model, EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const Model& model() const;
+  const ModelConfig& config() const;
+  // "canonical-v1;weights=<types>;..." recorded in snapshots (docs/numerics.md).
+  std::string fingerprint() const;
+  KvCache new_cache(int capacity) const;
+
+  // Evaluates tokens at positions [cache.n_pos, cache.n_pos + n), appends their K/V, and
+  // advances the cursor. Returns f32 logits: [n][n_vocab] if all_logits, else the last
+  // token's [n_vocab]. Error if the cache would overflow its capacity.
+  std::vector<float> forward(KvCache& cache, std::span<const int32_t> tokens,
+                             const ForwardHooks* hooks = nullptr, bool all_logits = false);
+
+  // --- Partial execution (each is exactly the corresponding part of forward) ---
+  // x[n][n_embd] = token embeddings.
+  void embed(std::span<const int32_t> tokens, float* x) const;
+  // Runs layers [first, last) over n tokens at positions [pos0, pos0 + n): x is the residual
+  // entering layer `first` and is replaced by the residual leaving layer last-1. Writes those
+  // layers' K/V rows at [pos0, pos0 + n); attention reads the cache rows [0, pos0 + n) of each
+  // layer. Does not move the cursor (the caller owns cache.n_pos).
+  void run_layers(int first, int last, KvCache& cache, int pos0, int n, float* x,
+                  const ForwardHooks* hooks = nullptr);
+  // Only the K/V projections of `layer` (attention norm, K/V matmuls, biases, Q/K norm,
+  // RoPE) from its input residual x[n][n_embd]; writes rows [pos0, pos0 + n). No attention,
+  // no MLP.
+  void project_kv(int layer, const float* x, int n, int pos0, KvCache& cache,
+                  const ForwardHooks* hooks = nullptr);
+  // logits[n][n_vocab] from the residual leaving the last layer (final norm + LM head).
+  void lm_head(const float* x, int n, float* logits);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The name and version of the numerics contract implemented by this binary.
+inline constexpr const char* kNumericsContract = "canonical-v1";
+
+}  // namespace ember::model

@@ -1,0 +1,31 @@
+#pragma once
+// Errors at I/O and CLI boundaries. Every message is one line that names where (a file or a
+// field), what was expected and what was found, so a user can act on it without a debugger.
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace ember {
+
+// The one exception type ember throws for bad input or a failed contract. The CLI prints
+// what() as "ember: <message>" and exits non-zero.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Throws Error("<where>: <field>: expected <expected>, found <found>").
+[[noreturn]] void fail_field(std::string_view where, std::string_view field,
+                             std::string_view expected, std::string_view found);
+
+// Throws Error("<where>: <what>").
+[[noreturn]] void fail(std::string_view where, std::string_view what);
+
+// Always-on invariant check for internal logic errors (not for user input).
+#define EMBER_CHECK(cond)                                                                 \
+  do {                                                                                    \
+    if (!(cond)) ::ember::check_failed(#cond, __FILE__, __LINE__);                        \
+  } while (0)
+[[noreturn]] void check_failed(const char* cond, const char* file, int line);
+
+}  // namespace ember

@@ -1,0 +1,75 @@
+#include "util/sha256.h"
+
+#include <openssl/evp.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "util/error.h"
+
+namespace ember {
+
+struct Sha256::Impl {
+  EVP_MD_CTX* ctx = nullptr;
+};
+
+Sha256::Sha256() : impl_(std::make_unique<Impl>()) {
+  impl_->ctx = EVP_MD_CTX_new();
+  EMBER_CHECK(impl_->ctx != nullptr);
+  EMBER_CHECK(EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr) == 1);
+}
+
+Sha256::~Sha256() { EVP_MD_CTX_free(impl_->ctx); }
+
+void Sha256::update(const void* data, size_t n) {
+  if (n) EMBER_CHECK(EVP_DigestUpdate(impl_->ctx, data, n) == 1);
+}
+
+void Sha256::update_u64(uint64_t v) {
+  uint8_t b[8];
+  for (int i = 0; i < 8; ++i) b[i] = uint8_t(v >> (8 * i));
+  update(b, 8);
+}
+
+void Sha256::update_field(std::string_view s) {
+  update_u64(s.size());
+  update(s);
+}
+
+Digest Sha256::finish() {
+  Digest d{};
+  unsigned int len = 0;
+  EMBER_CHECK(EVP_DigestFinal_ex(impl_->ctx, d.data(), &len) == 1 && len == 32);
+  return d;
+}
+
+std::string to_hex(const uint8_t* data, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string s(2 * n, '0');
+  for (size_t i = 0; i < n; ++i) {
+    s[2 * i] = digits[data[i] >> 4];
+    s[2 * i + 1] = digits[data[i] & 15];
+  }
+  return s;
+}
+
+std::string sha256_hex(const void* data, size_t n) {
+  Sha256 h;
+  h.update(data, n);
+  return to_hex(h.finish());
+}
+
+std::string sha256_file_hex(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) fail(path, "cannot open for reading");
+  Sha256 h;
+  std::vector<char> buf(1 << 20);
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) h.update(buf.data(), n);
+  const bool err = std::ferror(f);
+  std::fclose(f);
+  if (err) fail(path, "read error");
+  return to_hex(h.finish());
+}
+
+}  // namespace ember

@@ -1,0 +1,62 @@
+#include "util/simd.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#include "util/error.h"
+
+namespace ember {
+namespace {
+std::atomic<int> g_override{-1};
+}
+
+const char* simd_name(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::scalar: return "scalar";
+    case SimdLevel::avx2: return "avx2";
+    case SimdLevel::avx512: return "avx512";
+  }
+  return "?";
+}
+
+SimdLevel detect_simd() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return SimdLevel::avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c"))
+    return SimdLevel::avx2;
+  return SimdLevel::scalar;
+}
+
+SimdLevel parse_simd(const std::string& name) {
+  if (name == "scalar") return SimdLevel::scalar;
+  if (name == "avx2") return SimdLevel::avx2;
+  if (name == "avx512") return SimdLevel::avx512;
+  fail_field("EMBER_SIMD", "value", "scalar, avx2 or avx512", "'" + name + "'");
+}
+
+void set_simd_override(SimdLevel level) {
+  if (int(level) > int(detect_simd()))
+    fail_field("SIMD path", simd_name(level), "a path this CPU supports (at most " +
+               std::string(simd_name(detect_simd())) + ")", "unsupported");
+  g_override.store(int(level));
+}
+
+SimdLevel active_simd() {
+  const int o = g_override.load();
+  if (o >= 0) return SimdLevel(o);
+  static const SimdLevel from_env = [] {
+    const char* env = std::getenv("EMBER_SIMD");
+    if (!env || !*env) return detect_simd();
+    const SimdLevel want = parse_simd(env);
+    if (int(want) > int(detect_simd()))
+      fail_field("EMBER_SIMD", "value", "a path this CPU supports (at most " +
+                 std::string(simd_name(detect_simd())) + ")", env);
+    return want;
+  }();
+  return from_env;
+}
+
+}  // namespace ember

@@ -1,0 +1,40 @@
+#pragma once
+// A fixed pool of worker threads with a static-partition parallel_for. Determinism does not
+// depend on the pool: every kernel gives each output element to exactly one task and fixes
+// its reduction order by shape alone, so the partition only changes who computes, not what.
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ember {
+
+class ThreadPool {
+ public:
+  // n_threads >= 1; the calling thread is one of them.
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+  int size() const { return n_threads_; }
+
+  // Calls fn(begin, end) on contiguous chunks covering [0, n), one chunk per thread, and
+  // returns when all are done. fn must not throw.
+  void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  void worker(int index);
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_start_, cv_done_;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  int64_t job_n_ = 0;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace ember

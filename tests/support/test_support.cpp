@@ -1,0 +1,74 @@
+#include "support/test_support.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace ember::test {
+
+std::string shared_dir() {
+  if (const char* env = std::getenv("EMBER_SHARED"); env && *env) return env;
+  return EMBER_SHARED_DIR;
+}
+
+std::string shared_path(const std::string& relative) {
+  std::string p = shared_dir() + "/" + relative;
+  if (!std::filesystem::exists(p)) {
+    ADD_FAILURE() << "required shared file missing: " << p;
+  }
+  return p;
+}
+
+namespace {
+struct TempRoot {
+  std::string path;
+  TempRoot() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "ember-test-XXXXXX").string();
+    char* made = ::mkdtemp(tmpl.data());
+    path = made ? made : "/tmp";
+  }
+  ~TempRoot() {
+    std::error_code ec;
+    if (path != "/tmp") std::filesystem::remove_all(path, ec);
+  }
+};
+TempRoot& temp_root() {
+  static TempRoot root;
+  return root;
+}
+int g_counter = 0;
+}  // namespace
+
+std::string temp_dir(const std::string& tag) {
+  std::string p = temp_root().path + "/" + tag + "-" + std::to_string(g_counter++);
+  std::filesystem::create_directories(p);
+  return p;
+}
+
+std::string ember_binary() { return EMBER_BINARY; }
+
+int run_command(const std::string& cmd, std::string* output) {
+  std::string full = cmd + " 2>&1";
+  FILE* p = ::popen(full.c_str(), "r");
+  if (!p) return -1;
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  if (output) *output = out;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace ember::test
