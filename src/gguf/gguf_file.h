@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,23 @@ struct Value {
   std::vector<Value> array;
 
   bool is_integer() const;
+  bool is_float() const { return type == ValueType::FLOAT32 || type == ValueType::FLOAT64; }
+
+  // Constructors for writers and tests.
+  static Value of_u8(uint8_t v);
+  static Value of_i8(int8_t v);
+  static Value of_u16(uint16_t v);
+  static Value of_i16(int16_t v);
+  static Value of_u32(uint32_t v);
+  static Value of_i32(int32_t v);
+  static Value of_u64(uint64_t v);
+  static Value of_i64(int64_t v);
+  static Value of_f32(float v);
+  static Value of_f64(double v);
+  static Value of_bool(bool v);
+  static Value of_string(std::string v);
+  static Value of_array(ValueType element_type, std::vector<Value> elements);
+
   // Conversions that throw Error (naming `key`) when the value is not of a fitting type.
   int64_t as_int(std::string_view key) const;
   double as_float(std::string_view key) const;
@@ -53,6 +71,13 @@ struct TensorInfo {
   uint64_t n_rows() const { return row_length() ? n_elements() / row_length() : 0; }
 };
 
+// Limits a reader enforces beyond "fits in the file" (docs/formats/gguf.md).
+inline constexpr int kMaxArrayDepth = 8;   // an array inside an array inside ... (8 levels)
+inline constexpr uint32_t kMaxDims = 4;    // GGML_MAX_DIMS
+inline constexpr uint64_t kDefaultAlignment = 32;
+
+// An immutable parsed file. Copies are cheap and share the mapping; TensorInfo::data stays
+// valid while any copy lives. Thread-safe for concurrent reads.
 class GgufFile {
  public:
   // Maps and parses a file. Throws Error on any violation (see docs/formats/gguf.md).
@@ -91,6 +116,7 @@ class GgufFile {
  private:
   GgufFile() = default;
   void parse_all(const uint8_t* data, size_t size);
+  const Value& require(std::string_view key) const;
   std::string path_;
   std::shared_ptr<const MappedFile> mapping_;
   std::shared_ptr<const std::vector<uint8_t>> buffer_;
@@ -100,6 +126,8 @@ class GgufFile {
   uint64_t size_ = 0;
   std::vector<std::pair<std::string, Value>> metadata_;
   std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t, std::less<>> metadata_index_;
+  std::map<std::string, size_t, std::less<>> tensor_index_;
 };
 
 }  // namespace ember::gguf

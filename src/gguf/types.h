@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace ember::gguf {
 
@@ -24,5 +25,9 @@ const TypeTraits& traits(TensorType t);  // t must be known
 std::string type_name(uint32_t raw_type);  // "q4_K" or "unknown(123)"
 // Bytes of a row of n elements; n must be a multiple of block_elems (checked by caller).
 uint64_t row_bytes(TensorType t, uint64_t n);
+// "f32,f16,q4_0,..." : the types ember dequantizes, for error messages and docs.
+std::string supported_type_names();
+// Case-insensitive GGML name ("q4_K", "Q8_0", "bf16") to type; nullopt if unknown.
+std::optional<TensorType> parse_type_name(std::string_view name);
 
 }  // namespace ember::gguf
