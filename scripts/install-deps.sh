@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev  # manifests, receipts, tokenizer.json
   libcli11-dev        # command line
   libpcre2-dev        # Unicode pre-tokenizer regexes
+  libicu-dev          # NFC normalization (the Qwen tokenizers normalize input to NFC)
   libeigen3-dev       # f64 ridge/affine solves
   libgtest-dev        # tests
   libbenchmark-dev    # bench/
