@@ -1,0 +1,44 @@
+#pragma once
+// Internal to ops/: the matmul kernels of one SIMD path and the quantized activations they
+// read. kernels_scalar.cpp holds the reference definitions; kernels_avx2.cpp and
+// kernels_avx512.cpp are their twins and must produce the same bits (tests/ops).
+#include <cstdint>
+
+#include "ops/matmul.h"
+
+namespace ember::ops::detail {
+
+// The activation rows x (n,k) as the kernels of one weight type read them.
+//   f32 weights:  f32 = x.
+//   32-blocks (Q4_0/Q4_1/Q5_0/Q5_1/Q8_0): per token t and block b (nb = k/32):
+//     q[t*k + e] int8 in [-127, 127], d[t*nb + b] = the f16-rounded scale as f32,
+//     sum[t*nb + b] = sum of the block's q (used by Q4_1 / Q5_1).
+//   256-blocks (Q4_K/Q5_K/Q6_K): q as above, d[t*nb + b] f32 scale (nb = k/256),
+//     bsums[t*(k/16) + i] = sum of q over elements [16i, 16i + 16).
+struct Activations {
+  int64_t n = 0, k = 0;
+  const float* f32 = nullptr;
+  const int8_t* q = nullptr;
+  const float* d = nullptr;
+  const int32_t* sum = nullptr;
+  const int16_t* bsums = nullptr;
+};
+
+// Computes y[t*m + i] for rows i in [r0, r1) and all n tokens. m = W.rows.
+using MatmulKernel = void (*)(const WeightMatrix& W, const Activations& a, int64_t r0,
+                              int64_t r1, float* y);
+using DotKernel = float (*)(const float* a, const float* b, int64_t k);
+
+struct KernelTable {
+  DotKernel dot_f32;
+  MatmulKernel f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k;
+};
+
+const KernelTable& scalar_kernels();
+const KernelTable& avx2_kernels();    // only call where the CPU supports AVX2+FMA+F16C
+const KernelTable& avx512_kernels();  // only call where the CPU supports AVX-512 F/BW/VL/DQ
+
+// Bytes of one weight row of k elements (k a multiple of the block size).
+int64_t weight_row_bytes(gguf::TensorType type, int64_t k);
+
+}  // namespace ember::ops::detail
