@@ -17,7 +17,7 @@ namespace ember::gguf {
 namespace {
 
 constexpr const char* kSupported =
-    "one of f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K";
+    "one of the types ember reads: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K";
 
 template <typename Block>
 const Block* blocks_of(const void* src, int64_t i) {
