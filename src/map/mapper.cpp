@@ -1,0 +1,361 @@
+#include "map/mapper.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "util/atomic_file.h"
+#include "util/byte_io.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+#include "util/sha256.h"
+
+namespace ember::map {
+namespace {
+
+nlohmann::json r2_json(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+double r2_from(const nlohmann::json& j, const char* key, const std::string& where,
+               const std::string& field) {
+  if (!j.contains(key)) fail_field(where, field + key, "a number or null", "missing");
+  if (j[key].is_null()) return std::nan("");
+  if (!j[key].is_number()) fail_field(where, field + key, "a number or null", j[key].dump());
+  return j[key].get<double>();
+}
+
+// Weights payload order: for each (layer, head): K w, K b, V w, V b; then each residual map
+// w, b. All f64 little-endian.
+void write_weights(const Mapper& m, ByteSink& out) {
+  auto put = [&](const LinearMap& l) {
+    out.write(l.w.data(), l.w.size() * sizeof(double));
+    out.write(l.b.data(), l.b.size() * sizeof(double));
+  };
+  for (const HeadMaps& h : m.heads) {
+    put(h.k);
+    put(h.v);
+  }
+  for (const ResidualMap& r : m.residual) put(r.map);
+}
+
+std::string weights_sha(const Mapper& m, uint64_t* n_bytes) {
+  HashingSink h;
+  write_weights(m, h);
+  *n_bytes = h.n_bytes();
+  return to_hex(h.finish());
+}
+
+void read_map(ByteReader& r, LinearMap& l, int d_in, int d_out, const std::string& field) {
+  l.d_in = d_in;
+  l.d_out = d_out;
+  l.w.resize(size_t(d_in) * d_out);
+  l.b.resize(size_t(d_out));
+  std::memcpy(l.w.data(), r.take(l.w.size() * sizeof(double), field + ".w"), l.w.size() * sizeof(double));
+  std::memcpy(l.b.data(), r.take(l.b.size() * sizeof(double), field + ".b"), l.b.size() * sizeof(double));
+  for (double v : l.w)
+    if (!std::isfinite(v)) fail_field(r.where(), field, "finite weights", "a NaN or Inf");
+  for (double v : l.b)
+    if (!std::isfinite(v)) fail_field(r.where(), field, "finite weights", "a NaN or Inf");
+}
+
+}  // namespace
+
+const char* mapper_kind_name(MapperKind k) {
+  switch (k) {
+    case MapperKind::identity: return "identity";
+    case MapperKind::ridge: return "ridge";
+    case MapperKind::affine: return "affine";
+  }
+  return "?";
+}
+
+MapperKind parse_mapper_kind(const std::string& s, const std::string& where) {
+  if (s == "identity") return MapperKind::identity;
+  if (s == "ridge") return MapperKind::ridge;
+  if (s == "affine") return MapperKind::affine;
+  fail_field(where, "kind", "identity, ridge or affine", s);
+}
+
+const ResidualMap* Mapper::residual_at(int boundary) const {
+  for (const auto& r : residual)
+    if (r.boundary == boundary) return &r;
+  return nullptr;
+}
+
+nlohmann::json Mapper::manifest() const {
+  nlohmann::json m;
+  m["format"] = kMapperFormat;
+  m["kind"] = mapper_kind_name(kind);
+  m["lambda"] = lambda;
+  m["affine"] = affine;
+  m["anchor_identity"] = anchor_identity;
+  m["source"] = source.to_json();
+  m["target"] = target.to_json();
+  m["tokenizer_identity"] = tokenizer_identity;
+  m["calibration_split_hash"] = split_hash;
+  m["shared_layers"] = shared_layers;
+  m["key_space"] = kKeyState;
+  m["value_state"] = kValueState;
+  m["calib_rows"] = calib_rows;
+  m["eval_rows"] = eval_rows;
+  nlohmann::json layers = nlohmann::json::array();
+  for (int l = 0; l < target.n_layers; ++l) {
+    nlohmann::json hs = nlohmann::json::array();
+    for (int h = 0; h < target.n_kv_heads; ++h) {
+      const HeadMaps& hm = head(l, h);
+      hs.push_back({{"head", h},
+                    {"k_r2_train", r2_json(hm.k_r2_train)}, {"k_r2_eval", r2_json(hm.k_r2_eval)},
+                    {"v_r2_train", r2_json(hm.v_r2_train)}, {"v_r2_eval", r2_json(hm.v_r2_eval)}});
+    }
+    layers.push_back({{"layer", l}, {"heads", hs}});
+  }
+  m["layers"] = layers;
+  nlohmann::json res = nlohmann::json::array();
+  for (const auto& r : residual)
+    res.push_back({{"boundary", r.boundary}, {"r2_train", r2_json(r.r2_train)},
+                   {"r2_eval", r2_json(r.r2_eval)}});
+  m["residual_maps"] = res;
+  uint64_t n = 0;
+  const std::string sha = weights_sha(*this, &n);
+  m["weights"] = {{"file", "weights.f64le"}, {"bytes", n}, {"sha256", sha}};
+  return m;
+}
+
+std::string Mapper::hash() const {
+  return sha256_hex(std::string(kMapperFormat) + "\n" + manifest().dump());
+}
+
+void Mapper::write(const std::string& dir, bool force) const {
+  AtomicDirectory out(dir, force);
+  {
+    auto f = out.create("weights.f64le");
+    write_weights(*this, f->sink());
+    f->commit();
+  }
+  nlohmann::json m = manifest();
+  m["mapper_hash"] = hash();
+  auto mf = out.create("manifest.json");
+  mf->sink().write(m.dump(2) + "\n");
+  mf->commit();
+  out.commit();
+}
+
+Mapper Mapper::read(const std::string& dir) {
+  const std::string mpath = dir + "/manifest.json";
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(read_file(mpath, size_t(1) << 26));
+  } catch (const nlohmann::json::exception& e) {
+    fail(mpath, std::string("not valid JSON: ") + e.what());
+  }
+  if (!m.is_object()) fail_field(mpath, "manifest", "an object", m.type_name());
+  auto str = [&](const char* k) {
+    if (!m.contains(k) || !m[k].is_string()) fail_field(mpath, k, "a string", m.contains(k) ? m[k].dump() : "missing");
+    return m[k].get<std::string>();
+  };
+  if (str("format") != kMapperFormat) fail_field(mpath, "format", kMapperFormat, str("format"));
+  Mapper mp;
+  mp.kind = parse_mapper_kind(str("kind"), mpath);
+  if (!m.contains("lambda") || !m["lambda"].is_number()) fail_field(mpath, "lambda", "a number", "missing");
+  mp.lambda = m["lambda"].get<double>();
+  for (const char* k : {"affine", "anchor_identity"})
+    if (!m.contains(k) || !m[k].is_boolean()) fail_field(mpath, k, "a boolean", "missing");
+  mp.affine = m["affine"].get<bool>();
+  mp.anchor_identity = m["anchor_identity"].get<bool>();
+  if (!m.contains("source") || !m.contains("target")) fail_field(mpath, "source/target", "objects", "missing");
+  mp.source = ModelGeometry::from_json(m["source"], mpath);
+  mp.target = ModelGeometry::from_json(m["target"], mpath);
+  if (mp.source.n_layers != mp.target.n_layers || mp.source.n_kv_heads != mp.target.n_kv_heads)
+    fail_field(mpath, "target", "the source's layer and KV head counts", "different counts");
+  mp.tokenizer_identity = str("tokenizer_identity");
+  mp.split_hash = str("calibration_split_hash");
+  if (str("key_space") != kKeyState) fail_field(mpath, "key_space", kKeyState, str("key_space"));
+  if (str("value_state") != kValueState) fail_field(mpath, "value_state", kValueState, str("value_state"));
+  for (const char* k : {"shared_layers", "calib_rows", "eval_rows"})
+    if (!m.contains(k) || !m[k].is_number_integer() || m[k].get<int64_t>() < 0)
+      fail_field(mpath, k, "a non-negative integer", m.contains(k) ? m[k].dump() : "missing");
+  mp.shared_layers = m["shared_layers"].get<int>();
+  if (mp.shared_layers > mp.target.n_layers)
+    fail_field(mpath, "shared_layers", "<= n_layers", std::to_string(mp.shared_layers));
+  mp.calib_rows = m["calib_rows"].get<int64_t>();
+  mp.eval_rows = m["eval_rows"].get<int64_t>();
+  if (!m.contains("weights") || !m["weights"].is_object()) fail_field(mpath, "weights", "an object", "missing");
+  const auto& w = m["weights"];
+  if (!w.contains("file") || w["file"] != "weights.f64le")
+    fail_field(mpath, "weights.file", "weights.f64le", w.value("file", nlohmann::json()).dump());
+  if (!w.contains("sha256") || !w["sha256"].is_string()) fail_field(mpath, "weights.sha256", "a string", "missing");
+  const std::string wpath = dir + "/weights.f64le";
+  const auto mapping = MappedFile::open(wpath);
+  const std::string found = sha256_hex(mapping->data(), mapping->size());
+  if (found != w["sha256"].get<std::string>())
+    fail_field(wpath, "sha256", w["sha256"].get<std::string>(), found);
+  ByteReader r(mapping->data(), mapping->size(), wpath);
+
+  if (!m.contains("layers") || !m["layers"].is_array() || int(m["layers"].size()) != mp.target.n_layers)
+    fail_field(mpath, "layers", std::to_string(mp.target.n_layers) + " entries", "another count");
+  for (int l = 0; l < mp.target.n_layers; ++l) {
+    const auto& lj = m["layers"][size_t(l)];
+    if (!lj.contains("heads") || !lj["heads"].is_array() || int(lj["heads"].size()) != mp.target.n_kv_heads)
+      fail_field(mpath, "layers[" + std::to_string(l) + "].heads",
+                 std::to_string(mp.target.n_kv_heads) + " entries", "another count");
+    for (int h = 0; h < mp.target.n_kv_heads; ++h) {
+      const std::string field = "layers[" + std::to_string(l) + "].heads[" + std::to_string(h) + "].";
+      const auto& hj = lj["heads"][size_t(h)];
+      HeadMaps hm;
+      hm.k_r2_train = r2_from(hj, "k_r2_train", mpath, field);
+      hm.k_r2_eval = r2_from(hj, "k_r2_eval", mpath, field);
+      hm.v_r2_train = r2_from(hj, "v_r2_train", mpath, field);
+      hm.v_r2_eval = r2_from(hj, "v_r2_eval", mpath, field);
+      read_map(r, hm.k, mp.source.head_dim, mp.target.head_dim, field + "k");
+      read_map(r, hm.v, mp.source.head_dim, mp.target.head_dim, field + "v");
+      mp.heads.push_back(std::move(hm));
+    }
+  }
+  if (!m.contains("residual_maps") || !m["residual_maps"].is_array())
+    fail_field(mpath, "residual_maps", "an array", "missing");
+  int last = mp.shared_layers;
+  for (size_t i = 0; i < m["residual_maps"].size(); ++i) {
+    const auto& rj = m["residual_maps"][i];
+    const std::string field = "residual_maps[" + std::to_string(i) + "].";
+    if (!rj.contains("boundary") || !rj["boundary"].is_number_integer())
+      fail_field(mpath, field + "boundary", "an integer", "missing");
+    ResidualMap rm;
+    rm.boundary = rj["boundary"].get<int>();
+    if (rm.boundary <= last || rm.boundary >= mp.target.n_layers)
+      fail_field(mpath, field + "boundary",
+                 "increasing, in (" + std::to_string(mp.shared_layers) + ", n_layers)",
+                 std::to_string(rm.boundary));
+    last = rm.boundary;
+    rm.r2_train = r2_from(rj, "r2_train", mpath, field);
+    rm.r2_eval = r2_from(rj, "r2_eval", mpath, field);
+    read_map(r, rm.map, mp.source.n_embd, mp.target.n_embd, field + "map");
+    mp.residual.push_back(std::move(rm));
+  }
+  if (r.remaining() != 0)
+    fail_field(wpath, "size", std::to_string(r.offset()) + " bytes", std::to_string(mapping->size()) + " bytes");
+  const std::string want = str("mapper_hash");
+  if (mp.hash() != want) fail_field(mpath, "mapper_hash", mp.hash(), want);
+  return mp;
+}
+
+Mapper identity_mapper(const ModelGeometry& source, const ModelGeometry& target,
+                       const std::string& tokenizer_identity, int shared_layers) {
+  if (!source.same_shape(target))
+    fail_field("identity mapper", "target geometry", "the source's geometry", "a different one");
+  Mapper m;
+  m.kind = MapperKind::identity;
+  m.source = source;
+  m.target = target;
+  m.tokenizer_identity = tokenizer_identity;
+  m.shared_layers = shared_layers;
+  for (int i = 0; i < target.n_layers * target.n_kv_heads; ++i) {
+    HeadMaps hm;
+    hm.k = LinearMap::identity(target.head_dim);
+    hm.v = LinearMap::identity(target.head_dim);
+    hm.k_r2_train = hm.k_r2_eval = hm.v_r2_train = hm.v_r2_eval = std::nan("");
+    m.heads.push_back(std::move(hm));
+  }
+  return m;
+}
+
+Mapper fit_mapper(const CalibrationSet& set, const MapperOptions& options) {
+  std::vector<size_t> fit;
+  for (size_t i = 0; i < set.blocks.size(); ++i)
+    if (set.blocks[i].part == SplitPart::calib) fit.push_back(i);
+  return fit_mapper(set, options, fit);
+}
+
+namespace {
+
+// Fits one map from blocks' rows given by two row-pointer getters, then scores it.
+template <typename GetX, typename GetY>
+void fit_one(const CalibrationSet& set, const std::vector<size_t>& fit, int d_in, int d_out,
+             const FitOptions& fo, const std::string& where, GetX gx, GetY gy, LinearMap* out,
+             double* r2_train, double* r2_eval) {
+  NormalEquations ne(d_in, d_out);
+  for (size_t bi : fit) ne.add(gx(set.blocks[bi]), gy(set.blocks[bi]), set.blocks[bi].n_rows);
+  *out = ne.solve(fo, where);
+  // Train R² over the fitted blocks, held-out R² over the evaluation blocks.
+  R2Accumulator tr(d_out), ev(d_out);
+  std::vector<float> pred;
+  auto score = [&](const CalibBlock& b, R2Accumulator& acc) {
+    pred.resize(size_t(b.n_rows) * d_out);
+    const float* x = gx(b);
+    for (int r = 0; r < b.n_rows; ++r) out->apply(x + size_t(r) * d_in, pred.data() + size_t(r) * d_out);
+    acc.add(pred.data(), gy(b), b.n_rows);
+  };
+  for (size_t bi : fit) score(set.blocks[bi], tr);
+  for (const CalibBlock& b : set.blocks)
+    if (b.part == SplitPart::eval) score(b, ev);
+  *r2_train = tr.r2();
+  *r2_eval = ev.r2();
+}
+
+}  // namespace
+
+Mapper fit_mapper(const CalibrationSet& set, const MapperOptions& options,
+                  const std::vector<size_t>& fit_blocks) {
+  const std::string where = "map fit";
+  set.validate(where);
+  if (options.kind == MapperKind::identity)
+    return identity_mapper(set.source, set.target, set.tokenizer_identity, set.shared_layers);
+  // The fit gate: every block handed to the fit must be a calibration prompt of the split.
+  for (size_t bi : fit_blocks) {
+    if (bi >= set.blocks.size())
+      fail_field(where, "block", "< " + std::to_string(set.blocks.size()), std::to_string(bi));
+    const CalibBlock& b = set.blocks[bi];
+    set.split.check_fit_prompt(b.prompt_hash, where);
+    if (b.part != SplitPart::calib)
+      fail(where, "evaluation block for prompt " + b.prompt_hash + " may not enter a fit");
+  }
+  if (fit_blocks.empty()) fail_field(where, "calibration prompts", "at least one", "none");
+  if (options.anchor_identity && set.source.head_dim != set.target.head_dim)
+    fail_field(where, "anchor_identity", "equal source and target head dims",
+               std::to_string(set.source.head_dim) + " vs " + std::to_string(set.target.head_dim));
+
+  Mapper m;
+  m.kind = options.kind;
+  m.lambda = options.lambda;
+  m.affine = options.kind == MapperKind::affine;
+  m.anchor_identity = options.anchor_identity;
+  m.source = set.source;
+  m.target = set.target;
+  m.tokenizer_identity = set.tokenizer_identity;
+  m.split_hash = set.split.hash();
+  m.shared_layers = set.shared_layers;
+  for (const CalibBlock& b : set.blocks)
+    if (b.part == SplitPart::eval) m.eval_rows += b.n_rows;
+  for (size_t bi : fit_blocks) m.calib_rows += set.blocks[bi].n_rows;
+
+  FitOptions fo;
+  fo.lambda = options.lambda;
+  fo.affine = m.affine;
+  fo.anchor_identity = options.anchor_identity;
+  const int ds = set.source.head_dim, dt = set.target.head_dim;
+  for (int l = 0; l < set.target.n_layers; ++l) {
+    for (int h = 0; h < set.target.n_kv_heads; ++h) {
+      HeadMaps hm;
+      const std::string w = where + ": layer " + std::to_string(l) + " head " + std::to_string(h);
+      fit_one(set, fit_blocks, ds, dt, fo, w + " K",
+              [&](const CalibBlock& b) { return set.src_k(b, l, h); },
+              [&](const CalibBlock& b) { return set.tgt_k(b, l, h); }, &hm.k, &hm.k_r2_train, &hm.k_r2_eval);
+      fit_one(set, fit_blocks, ds, dt, fo, w + " V",
+              [&](const CalibBlock& b) { return set.src_v(b, l, h); },
+              [&](const CalibBlock& b) { return set.tgt_v(b, l, h); }, &hm.v, &hm.v_r2_train, &hm.v_r2_eval);
+      m.heads.push_back(std::move(hm));
+    }
+  }
+  if (options.residual_maps) {
+    FitOptions ro = fo;
+    ro.anchor_identity = options.anchor_identity && set.source.n_embd == set.target.n_embd;
+    for (int a = set.shared_layers + 1; a < set.target.n_layers; ++a) {
+      ResidualMap rm;
+      rm.boundary = a;
+      fit_one(set, fit_blocks, set.source.n_embd, set.target.n_embd, ro,
+              where + ": residual " + std::to_string(a),
+              [&](const CalibBlock& b) { return set.src_res(b, a); },
+              [&](const CalibBlock& b) { return set.tgt_res(b, a); }, &rm.map, &rm.r2_train, &rm.r2_eval);
+      m.residual.push_back(std::move(rm));
+    }
+  }
+  return m;
+}
+
+}  // namespace ember::map
