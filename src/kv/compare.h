@@ -1,0 +1,53 @@
+#pragma once
+// `ember kv compare` as a library: align two states, measure every (layer, KV head, part),
+// check thresholds, optionally run the model diagnostics, and render the report as
+// canonical JSON or a human table (docs/compare.md).
+#include <optional>
+#include <string>
+
+#include "kv/compare_metrics.h"
+#include "kv/compare_state.h"
+#include "kv/compare_thresholds.h"
+#include "kv/diagnostics.h"
+#include "kv/perturb.h"
+
+namespace ember::kv {
+
+struct CompareOptions {
+  bool r2 = false;
+  Thresholds thresholds;
+};
+
+struct SideSummary {
+  StateIdentity identity;
+  int32_t resume_token = -1;
+};
+
+struct CompareReport {
+  SideSummary left, right;
+  StateCoordinates coords;  // LEFT's, which RIGHT's equal but for the resume token
+  Crossing crossing;
+  std::optional<PerturbReceipt> perturbation;  // applied to RIGHT
+  std::string perturbation_receipt_sha256;
+  CompareOptions options;
+  KvMetrics metrics;
+  std::vector<Failure> failures;  // layer-major; failures[0] is the first exceedance
+  std::optional<Diagnostics> diagnostics;
+  bool pass() const { return failures.empty(); }
+};
+
+// Checks each state's consistency and their alignment (Error naming the coordinate), then
+// measures. pool may be null.
+CompareReport compare_states(const ComparedState& left, const ComparedState& right,
+                             const CompareOptions& options, ThreadPool* pool = nullptr);
+// RIGHT is a perturbed state: the report names its receipt.
+CompareReport compare_states(const ComparedState& left, const PerturbedState& right,
+                             const CompareOptions& options, ThreadPool* pool = nullptr);
+
+// Canonical JSON: fixed key order, no timing, host, path or process fields, doubles in
+// shortest round-trip form. Same report, same bytes.
+std::string report_json(const CompareReport& r);
+// The default human-readable table.
+std::string report_table(const CompareReport& r);
+
+}  // namespace ember::kv

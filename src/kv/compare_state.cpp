@@ -1,0 +1,119 @@
+#include "kv/compare_state.h"
+
+#include "util/error.h"
+#include "util/sha256.h"
+
+namespace ember::kv {
+
+namespace {
+
+std::string active_sha256(const model::KvCache& c, bool keys) {
+  Sha256 h;
+  const size_t row = size_t(c.n_pos) * size_t(c.head_dim) * sizeof(uint16_t);
+  for (int l = 0; l < c.n_layers; ++l) {
+    for (int hd = 0; hd < c.n_kv_heads; ++hd) {
+      if (row) h.update(keys ? c.k_row(l, hd, 0) : c.v_row(l, hd, 0), row);
+    }
+  }
+  return to_hex(h.finish());
+}
+
+[[noreturn]] void refuse(const std::string& coordinate, const std::string& left,
+                         const std::string& right) {
+  fail_field("kv compare", "coordinate " + coordinate, left + " (LEFT)", right + " (RIGHT)");
+}
+
+void same_int(const char* coordinate, int64_t l, int64_t r) {
+  if (l != r) refuse(coordinate, std::to_string(l), std::to_string(r));
+}
+
+std::string short_id(const std::string& hex) { return hex.size() > 16 ? hex.substr(0, 16) : hex; }
+
+}  // namespace
+
+std::string active_keys_sha256(const model::KvCache& cache) { return active_sha256(cache, true); }
+std::string active_values_sha256(const model::KvCache& cache) { return active_sha256(cache, false); }
+
+void check_state_consistent(const ComparedState& s, const std::string& where) {
+  const model::KvCache& c = s.cache;
+  const StateCoordinates& x = s.coords;
+  if (c.n_layers != x.n_layers || c.n_kv_heads != x.n_kv_heads || c.head_dim != x.head_dim) {
+    fail_field(where, "cache geometry",
+               std::to_string(x.n_layers) + "x" + std::to_string(x.n_kv_heads) + "x" +
+                   std::to_string(x.head_dim),
+               std::to_string(c.n_layers) + "x" + std::to_string(c.n_kv_heads) + "x" +
+                   std::to_string(c.head_dim));
+  }
+  if (c.n_pos != x.n_pos || c.n_pos > c.capacity || c.n_pos < 0) {
+    fail_field(where, "cache positions", std::to_string(x.n_pos), std::to_string(c.n_pos));
+  }
+  if (x.prefix_tokens.size() != size_t(x.n_pos)) {
+    fail_field(where, "prefix token count", std::to_string(x.n_pos),
+               std::to_string(x.prefix_tokens.size()));
+  }
+  const size_t want = size_t(c.n_layers) * size_t(c.n_kv_heads) * size_t(c.capacity) *
+                      size_t(c.head_dim);
+  if (c.k.size() != want || c.v.size() != want) {
+    fail_field(where, "cache storage", std::to_string(want), std::to_string(c.k.size()));
+  }
+}
+
+void check_alignment(const ComparedState& left, const ComparedState& right) {
+  const StateCoordinates& a = left.coords;
+  const StateCoordinates& b = right.coords;
+  same_int("geometry.layers", a.n_layers, b.n_layers);
+  same_int("geometry.kv_heads", a.n_kv_heads, b.n_kv_heads);
+  same_int("geometry.head_dim", a.head_dim, b.head_dim);
+  same_int("positions", a.n_pos, b.n_pos);
+  for (size_t i = 0; i < a.prefix_tokens.size() && i < b.prefix_tokens.size(); ++i) {
+    if (a.prefix_tokens[i] != b.prefix_tokens[i]) {
+      refuse("prefix_tokens[" + std::to_string(i) + "]", std::to_string(a.prefix_tokens[i]),
+             std::to_string(b.prefix_tokens[i]));
+    }
+  }
+  same_int("prefix_tokens.count", int64_t(a.prefix_tokens.size()), int64_t(b.prefix_tokens.size()));
+  if (a.tokenizer_identity != b.tokenizer_identity) {
+    refuse("tokenizer", a.tokenizer_identity, b.tokenizer_identity);
+  }
+  for (const auto& [name, value] : a.representation) {
+    const std::string* found = nullptr;
+    for (const auto& [rn, rv] : b.representation) {
+      if (rn == name) found = &rv;
+    }
+    if (found == nullptr) refuse("representation." + name, value, "absent");
+    if (*found != value) refuse("representation." + name, value, *found);
+  }
+  for (const auto& [name, value] : b.representation) {
+    bool present = false;
+    for (const auto& [ln, lv] : a.representation) present = present || ln == name;
+    if (!present) refuse("representation." + name, "absent", value);
+  }
+}
+
+Crossing classify_crossing(const StateIdentity& left, const StateIdentity& right) {
+  Crossing c;
+  if (left.model_identity == right.model_identity) {
+    c.label = "same-model";
+    c.statement = "LEFT and RIGHT come from the same model (" + short_id(left.model_identity) + ").";
+    return c;
+  }
+  c.crosses_models = true;
+  const std::string who = "LEFT model " + short_id(left.model_identity) + " (" +
+                          left.architecture + ", " + left.weights + "), RIGHT model " +
+                          short_id(right.model_identity) + " (" + right.architecture + ", " +
+                          right.weights + ")";
+  if (left.architecture == right.architecture && !left.weights.empty() &&
+      !right.weights.empty() && left.weights != right.weights) {
+    c.label = "quantization-boundary";
+    c.statement = "This comparison crosses models: " + who +
+                  "; same architecture, tokenizer and cache geometry with different weight "
+                  "types: a quantization-boundary study, not a cross-model transfer result.";
+  } else {
+    c.label = "cross-model";
+    c.statement = "This comparison crosses models: " + who +
+                  "; same tokenizer and cache geometry.";
+  }
+  return c;
+}
+
+}  // namespace ember::kv

@@ -1,0 +1,266 @@
+#include "kv/perturb.h"
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/f16.h"
+#include "util/sha256.h"
+
+namespace ember::kv {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+constexpr const char* kReceiptFormat = "ember.kv-perturbation-receipt";
+constexpr int kReceiptVersion = 1;
+
+bool has_k(PerturbPart p) { return p != PerturbPart::v; }
+bool has_v(PerturbPart p) { return p != PerturbPart::k; }
+
+std::string hex32(uint32_t x) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", x);
+  return buf;
+}
+
+inline uint16_t perturb_one(uint16_t h, const PerturbSpec& s) {
+  if (s.zero) return 0;
+  if ((h & 0x7c00u) == 0x7c00u) return h;  // NaN/Inf kept bit for bit
+  return f32_to_f16(f16_to_f32(h) * bits_to_f32(s.scale_bits));
+}
+
+// The selected rows of one part: positions [0, n_pos) of (layer, head), contiguous.
+size_t selected_count(const model::KvCache& c) { return size_t(c.n_pos) * size_t(c.head_dim); }
+
+uint64_t count_changes(const model::KvCache& c, bool keys, const PerturbSpec& s) {
+  const uint16_t* row = keys ? c.k_row(s.layer, s.head, 0) : c.v_row(s.layer, s.head, 0);
+  uint64_t changed = 0;
+  for (size_t i = 0, n = selected_count(c); i < n; ++i) changed += perturb_one(row[i], s) != row[i];
+  return changed;
+}
+
+uint64_t apply_rows(model::KvCache& c, bool keys, const PerturbSpec& s) {
+  uint16_t* row = keys ? c.k_row(s.layer, s.head, 0) : c.v_row(s.layer, s.head, 0);
+  uint64_t changed = 0;
+  for (size_t i = 0, n = selected_count(c); i < n; ++i) {
+    const uint16_t out = perturb_one(row[i], s);
+    changed += out != row[i];
+    row[i] = out;
+  }
+  return changed;
+}
+
+}  // namespace
+
+const char* perturb_part_name(PerturbPart p) {
+  switch (p) {
+    case PerturbPart::k: return "k";
+    case PerturbPart::v: return "v";
+    case PerturbPart::kv: return "kv";
+  }
+  return "?";
+}
+
+PerturbPart parse_perturb_part(const std::string& s) {
+  if (s == "k") return PerturbPart::k;
+  if (s == "v") return PerturbPart::v;
+  if (s == "kv") return PerturbPart::kv;
+  fail_field("kv perturb", "--part", "k, v or kv", s);
+}
+
+PerturbReceipt make_receipt(const ComparedState& source, const PerturbSpec& spec) {
+  check_state_consistent(source, "kv perturb");
+  if (source.identity.kind != "native") {
+    fail_field("kv perturb", "source kind", "native (a snapshot exported by the model)",
+               source.identity.kind);
+  }
+  const StateCoordinates& x = source.coords;
+  if (spec.layer < 0 || spec.layer >= x.n_layers) {
+    fail_field("kv perturb", "--layer", "0.." + std::to_string(x.n_layers - 1),
+               std::to_string(spec.layer));
+  }
+  if (spec.head < 0 || spec.head >= x.n_kv_heads) {
+    fail_field("kv perturb", "--head", "0.." + std::to_string(x.n_kv_heads - 1),
+               std::to_string(spec.head));
+  }
+  if (!spec.zero && !std::isfinite(bits_to_f32(spec.scale_bits))) {
+    fail_field("kv perturb", "--scale", "a finite number", hex32(spec.scale_bits));
+  }
+  PerturbReceipt r;
+  r.source_snapshot_id = source.identity.snapshot_id;
+  r.source_keys_sha256 = active_keys_sha256(source.cache);
+  r.source_values_sha256 = active_values_sha256(source.cache);
+  r.source_model_identity = source.identity.model_identity;
+  r.n_layers = x.n_layers;
+  r.n_kv_heads = x.n_kv_heads;
+  r.head_dim = x.head_dim;
+  r.n_pos = x.n_pos;
+  r.spec = spec;
+  if (spec.zero) r.spec.scale_bits = 0;
+  const uint64_t per_part = uint64_t(x.n_pos) * uint64_t(x.head_dim);
+  if (has_k(spec.part)) {
+    r.affected_k = per_part;
+    r.changed_k = count_changes(source.cache, true, r.spec);
+  }
+  if (has_v(spec.part)) {
+    r.affected_v = per_part;
+    r.changed_v = count_changes(source.cache, false, r.spec);
+  }
+  return r;
+}
+
+std::string receipt_json(const PerturbReceipt& r) {
+  ojson j;
+  j["format"] = kReceiptFormat;
+  j["version"] = kReceiptVersion;
+  j["source"] = {{"kind", "native"},
+                 {"snapshot_id", r.source_snapshot_id},
+                 {"keys_sha256", r.source_keys_sha256},
+                 {"values_sha256", r.source_values_sha256},
+                 {"model_identity", r.source_model_identity},
+                 {"geometry",
+                  {{"layers", r.n_layers},
+                   {"kv_heads", r.n_kv_heads},
+                   {"head_dim", r.head_dim},
+                   {"positions", r.n_pos}}}};
+  j["selection"] = {{"layer", r.spec.layer},
+                    {"head", r.spec.head},
+                    {"part", perturb_part_name(r.spec.part)},
+                    {"positions", {{"begin", 0}, {"end", r.n_pos}}}};
+  if (r.spec.zero) {
+    j["operation"] = {{"kind", "zero"}, {"scale_f32_bits", nullptr}, {"scale", nullptr}};
+  } else {
+    j["operation"] = {{"kind", "scale"},
+                      {"scale_f32_bits", hex32(r.spec.scale_bits)},
+                      {"scale", double(bits_to_f32(r.spec.scale_bits))}};
+  }
+  j["affected_elements"] = {{"k", r.affected_k}, {"v", r.affected_v}};
+  j["changed_elements"] = {{"k", r.changed_k}, {"v", r.changed_v}};
+  j["writes_cache"] = false;
+  return j.dump(2) + "\n";
+}
+
+PerturbReceipt parse_receipt(const std::string& text, const std::string& where) {
+  PerturbReceipt r;
+  std::string field = "(document)";
+  try {
+    const ojson j = ojson::parse(text);
+    auto get = [&](const ojson& obj, const char* key) -> const ojson& {
+      field = key;
+      return obj.at(key);
+    };
+    if (get(j, "format").get<std::string>() != kReceiptFormat) {
+      fail_field(where, "format", kReceiptFormat, j["format"].dump());
+    }
+    if (get(j, "version").get<int>() != kReceiptVersion) {
+      fail_field(where, "version", std::to_string(kReceiptVersion), j["version"].dump());
+    }
+    const ojson& src = get(j, "source");
+    r.source_snapshot_id = get(src, "snapshot_id").get<std::string>();
+    r.source_keys_sha256 = get(src, "keys_sha256").get<std::string>();
+    r.source_values_sha256 = get(src, "values_sha256").get<std::string>();
+    r.source_model_identity = get(src, "model_identity").get<std::string>();
+    const ojson& g = get(src, "geometry");
+    r.n_layers = get(g, "layers").get<int>();
+    r.n_kv_heads = get(g, "kv_heads").get<int>();
+    r.head_dim = get(g, "head_dim").get<int>();
+    r.n_pos = get(g, "positions").get<int>();
+    const ojson& sel = get(j, "selection");
+    r.spec.layer = get(sel, "layer").get<int>();
+    r.spec.head = get(sel, "head").get<int>();
+    r.spec.part = parse_perturb_part(get(sel, "part").get<std::string>());
+    const ojson& op = get(j, "operation");
+    const std::string kind = get(op, "kind").get<std::string>();
+    if (kind == "zero") {
+      r.spec.zero = true;
+      r.spec.scale_bits = 0;
+    } else if (kind == "scale") {
+      const std::string bits = get(op, "scale_f32_bits").get<std::string>();
+      unsigned int v = 0;
+      char tail = 0;
+      if (bits.size() != 10 || std::sscanf(bits.c_str(), "0x%8x%c", &v, &tail) != 1) {
+        fail_field(where, "operation.scale_f32_bits", "0x followed by 8 hex digits", bits);
+      }
+      r.spec.scale_bits = v;
+    } else {
+      fail_field(where, "operation.kind", "zero or scale", kind);
+    }
+    const ojson& aff = get(j, "affected_elements");
+    r.affected_k = get(aff, "k").get<uint64_t>();
+    r.affected_v = get(aff, "v").get<uint64_t>();
+    const ojson& ch = get(j, "changed_elements");
+    r.changed_k = get(ch, "k").get<uint64_t>();
+    r.changed_v = get(ch, "v").get<uint64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    fail_field(where, field, "a well-formed perturbation receipt", e.what());
+  }
+  if (receipt_json(r) != text) {
+    fail_field(where, "canonical form",
+               "the exact bytes `ember kv perturb` writes (receipts are never edited)",
+               "a document that differs from its canonical form");
+  }
+  return r;
+}
+
+void write_receipt(const std::string& path, const PerturbReceipt& r, bool force) {
+  write_file_atomic(path, receipt_json(r), force);
+}
+
+PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r) {
+  const char* where = "perturbation receipt";
+  check_state_consistent(source, where);
+  auto same = [&](const char* field, const std::string& want, const std::string& got) {
+    if (want != got) fail_field(where, field, want + " (receipt)", got + " (RIGHT)");
+  };
+  if (source.identity.kind != "native") {
+    fail_field(where, "source kind", "native (receipt)", source.identity.kind + " (RIGHT)");
+  }
+  same("source.snapshot_id", r.source_snapshot_id, source.identity.snapshot_id);
+  same("source.model_identity", r.source_model_identity, source.identity.model_identity);
+  same("source.geometry",
+       std::to_string(r.n_layers) + "x" + std::to_string(r.n_kv_heads) + "x" +
+           std::to_string(r.head_dim) + "x" + std::to_string(r.n_pos),
+       std::to_string(source.coords.n_layers) + "x" + std::to_string(source.coords.n_kv_heads) +
+           "x" + std::to_string(source.coords.head_dim) + "x" +
+           std::to_string(source.coords.n_pos));
+  same("source.keys_sha256", r.source_keys_sha256, active_keys_sha256(source.cache));
+  same("source.values_sha256", r.source_values_sha256, active_values_sha256(source.cache));
+  if (r.spec.layer < 0 || r.spec.layer >= r.n_layers || r.spec.head < 0 ||
+      r.spec.head >= r.n_kv_heads) {
+    fail_field(where, "selection", "a layer and head inside the geometry",
+               std::to_string(r.spec.layer) + "/" + std::to_string(r.spec.head));
+  }
+  const uint64_t per_part = uint64_t(r.n_pos) * uint64_t(r.head_dim);
+  const uint64_t want_aff_k = has_k(r.spec.part) ? per_part : 0;
+  const uint64_t want_aff_v = has_v(r.spec.part) ? per_part : 0;
+  if (r.affected_k != want_aff_k || r.affected_v != want_aff_v) {
+    fail_field(where, "affected_elements",
+               std::to_string(want_aff_k) + "/" + std::to_string(want_aff_v),
+               std::to_string(r.affected_k) + "/" + std::to_string(r.affected_v));
+  }
+  uint64_t changed_k = 0, changed_v = 0;
+  if (has_k(r.spec.part)) changed_k = apply_rows(source.cache, true, r.spec);
+  if (has_v(r.spec.part)) changed_v = apply_rows(source.cache, false, r.spec);
+  if (changed_k != r.changed_k || changed_v != r.changed_v) {
+    fail_field(where, "changed_elements",
+               std::to_string(r.changed_k) + "/" + std::to_string(r.changed_v) + " (receipt)",
+               std::to_string(changed_k) + "/" + std::to_string(changed_v) + " (applied)");
+  }
+  PerturbedState out;
+  out.receipt_sha256_ = sha256_hex(receipt_json(r));
+  out.receipt_ = r;
+  out.state_ = std::move(source);
+  StateIdentity& id = out.state_.identity;
+  id.provenance.emplace_back("perturbation_receipt", out.receipt_sha256_);
+  id.provenance.emplace_back("perturbation_source_snapshot", id.snapshot_id);
+  id.kind = "perturbed";
+  id.snapshot_id.clear();  // not a snapshot: it exists only in memory
+  id.keys_sha256 = active_keys_sha256(out.state_.cache);
+  id.values_sha256 = active_values_sha256(out.state_.cache);
+  return out;
+}
+
+}  // namespace ember::kv

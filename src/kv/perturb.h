@@ -1,0 +1,78 @@
+#pragma once
+// The causal control of `kv compare`: zero or scale one (layer, KV head) of K, V or both,
+// across the whole prefix, in memory only (docs/compare.md, "perturbation receipts").
+//
+// `ember kv perturb` writes a typed receipt, never a cache. `kv compare --perturb RECEIPT`
+// re-applies it to RIGHT, which must be the receipt's native source snapshot (checked by
+// snapshot id, payload hashes, model identity and geometry). The result is a PerturbedState:
+// a distinct type with no writer and no conversion to a snapshot, so a perturbed state can
+// never be saved as ember.kv-snapshot.v1 nor pass for a mapped cache.
+#include <cstdint>
+#include <string>
+
+#include "kv/compare_state.h"
+
+namespace ember::kv {
+
+enum class PerturbPart { k, v, kv };
+const char* perturb_part_name(PerturbPart p);  // "k" | "v" | "kv"
+PerturbPart parse_perturb_part(const std::string& s);
+
+struct PerturbSpec {
+  int layer = 0;
+  int head = 0;
+  PerturbPart part = PerturbPart::kv;
+  // zero: every selected element becomes +0.0 (bits 0x0000).
+  // scale: every finite selected element x becomes f16(f32(x) * scale), rounded to nearest
+  // even; NaN and Inf elements are kept bit for bit. So scale 1.0 changes no bit.
+  bool zero = false;
+  uint32_t scale_bits = 0x3f800000u;  // the exact f32 scale
+};
+
+struct PerturbReceipt {
+  // The native source snapshot.
+  std::string source_snapshot_id;
+  std::string source_keys_sha256;
+  std::string source_values_sha256;
+  std::string source_model_identity;
+  int n_layers = 0, n_kv_heads = 0, head_dim = 0, n_pos = 0;
+  PerturbSpec spec;
+  uint64_t affected_k = 0, affected_v = 0;  // selected elements: n_pos * head_dim per part
+  uint64_t changed_k = 0, changed_v = 0;    // selected elements whose bits change
+};
+
+// Checks the spec against the source (native kind, layer/head in range, finite scale) and
+// counts what it affects. Error naming the flag otherwise.
+PerturbReceipt make_receipt(const ComparedState& source, const PerturbSpec& spec);
+
+// Canonical receipt JSON: fixed key order, no time/host/path; same receipt, same bytes.
+std::string receipt_json(const PerturbReceipt& r);
+// Strict: the text must be exactly the canonical JSON of the receipt it describes
+// (so no unknown, missing, duplicated or reordered keys). Error naming `where` and the field.
+PerturbReceipt parse_receipt(const std::string& text, const std::string& where);
+// Writes the receipt atomically; an existing file is kept unless force.
+void write_receipt(const std::string& path, const PerturbReceipt& r, bool force);
+
+class PerturbedState {
+ public:
+  const ComparedState& state() const { return state_; }
+  const PerturbReceipt& receipt() const { return receipt_; }
+  const std::string& receipt_sha256() const { return receipt_sha256_; }
+
+  PerturbedState(PerturbedState&&) = default;
+  PerturbedState& operator=(PerturbedState&&) = default;
+
+ private:
+  PerturbedState() = default;
+  friend PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r);
+  ComparedState state_;
+  PerturbReceipt receipt_;
+  std::string receipt_sha256_;
+};
+
+// Applies the receipt to its source, consuming it. Error naming the field when `source` is
+// not the receipt's source snapshot, or when the bits it changes differ from the receipt's
+// count. The state's identity becomes kind "perturbed" with the receipt in its provenance.
+PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r);
+
+}  // namespace ember::kv
