@@ -1,14 +1,418 @@
-// AVX-512 (F, BW, VL, DQ) twins of the scalar reference kernels (kernels_scalar.cpp): same bits, faster.
-// Types without a twin here run the scalar kernel on this path.
+// AVX-512 (F, BW, VL, DQ) twins of the scalar reference kernels in kernels_scalar.cpp: the
+// same canonical-v1 reduction order, so the same bits, only faster. Types without a twin
+// here (Q4_1, Q5_1) run the scalar kernel on this path.
+//
+// This file is compiled with AVX-512 flags. To keep AVX-512 code out of the rest of the
+// program it defines everything it uses in an anonymous namespace and calls no inline
+// function of another header (the linker could otherwise keep this file's copy of a shared
+// inline function for every caller, including on CPUs without AVX-512).
+//
+// Blocking: a tile of R weight rows x T tokens keeps R*T independent accumulators in
+// registers, so one load of a weight block serves T tokens (prefill) and R rows give the
+// out-of-order core independent chains (decode). Each accumulator still receives its
+// contributions in the canonical order, so R and T never change a bit.
+// GCC 12 reports the deliberately undefined upper half of _mm512_castsi256_si512 and friends
+// as uninitialized (a false positive inside immintrin.h).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "gguf/blocks.h"
 #include "ops/kernels.h"
 
 namespace ember::ops::detail {
+namespace {
+
+using gguf::TensorType;
+
+inline float h2f(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// Canonical trees (kernels_scalar.cpp): 16 lanes -> 8 -> 4 -> 2 -> 1.
+inline float tree8(__m256 acc) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+inline float tree16(__m512 acc) {
+  return tree8(_mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)));
+}
+
+// ---- The tile driver: rows in blocks of K::kR, tokens in blocks of K::kT (remainders by
+// smaller tiles). Rows outermost, so a block of weight rows stays in L1 across all tokens.
+template <class K, int R, int T>
+void tile_call(const WeightMatrix& W, const Activations& a, int64_t rb, int64_t i, int64_t t0,
+               float* y) {
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = W.data + (i + r) * rb;
+  float out[R * T];
+  K::template tile<R, T>(rows, a, t0, out);
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * W.rows + i + r] = out[r * T + t];
+}
+
+template <class K, int R>
+void row_block(const WeightMatrix& W, const Activations& a, int64_t rb, int64_t i, float* y) {
+  int64_t t = 0;
+  for (; t + K::kT <= a.n; t += K::kT) tile_call<K, R, K::kT>(W, a, rb, i, t, y);
+  switch (a.n - t) {
+    case 1: tile_call<K, R, 1>(W, a, rb, i, t, y); break;
+    case 2: if constexpr (K::kT > 2) tile_call<K, R, 2>(W, a, rb, i, t, y); break;
+    case 3: if constexpr (K::kT > 3) tile_call<K, R, 3>(W, a, rb, i, t, y); break;
+    default: break;
+  }
+}
+
+template <class K>
+void run_tiles(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+  const int64_t rb = weight_row_bytes(K::kType, W.cols);
+  int64_t i = r0;
+  for (; i + K::kR <= r1; i += K::kR) row_block<K, K::kR>(W, a, rb, i, y);
+  for (; i < r1; ++i) row_block<K, 1>(W, a, rb, i, y);
+}
+
+// ---- F32 / F16 / BF16: 16 lanes, element j in lane j % 16, fma in increasing j ------------
+template <TensorType TY>
+inline __m512 load_w(const uint8_t* row, int64_t j) {
+  if constexpr (TY == TensorType::F32) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + j);
+  } else if constexpr (TY == TensorType::F16) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * j)));
+  } else {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * j));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+template <TensorType TY>
+inline __m512 load_w_masked(const uint8_t* row, int64_t j, __mmask16 m) {
+  if constexpr (TY == TensorType::F32) {
+    return _mm512_maskz_loadu_ps(m, reinterpret_cast<const float*>(row) + j);
+  } else if constexpr (TY == TensorType::F16) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * j));
+  } else {
+    const __m256i h = _mm256_maskz_loadu_epi16(m, row + 2 * j);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <TensorType TY>
+struct FloatK {
+  static constexpr TensorType kType = TY;
+  static constexpr int kR = 4, kT = 4;
+  template <int R, int T>
+  static void tile(const uint8_t* const* rows, const Activations& a, int64_t t0, float* out) {
+    const int64_t k = a.k;
+    const float* x[T];
+    for (int t = 0; t < T; ++t) x[t] = a.f32 + (t0 + t) * k;
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    int64_t j = 0;
+    for (; j + 16 <= k; j += 16) {
+      __m512 w[R];
+      for (int r = 0; r < R; ++r) w[r] = load_w<TY>(rows[r], j);
+      for (int t = 0; t < T; ++t) {
+        const __m512 xv = _mm512_loadu_ps(x[t] + j);
+        for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(w[r], xv, acc[r][t]);
+      }
+    }
+    if (j < k) {  // tail: lanes without an element keep their value (mask3 keeps acc)
+      const __mmask16 m = __mmask16((1u << (k - j)) - 1);
+      __m512 w[R];
+      for (int r = 0; r < R; ++r) w[r] = load_w_masked<TY>(rows[r], j, m);
+      for (int t = 0; t < T; ++t) {
+        const __m512 xv = _mm512_maskz_loadu_ps(m, x[t] + j);
+        for (int r = 0; r < R; ++r) acc[r][t] = _mm512_mask3_fmadd_ps(w[r], xv, acc[r][t], m);
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[r * T + t] = tree16(acc[r][t]);
+  }
+};
+
+float dot_f32_avx512(const float* a, const float* b, int64_t k) {
+  __m512 acc = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j + 16 <= k; j += 16)
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + j), _mm512_loadu_ps(b + j), acc);
+  if (j < k) {
+    const __mmask16 m = __mmask16((1u << (k - j)) - 1);
+    acc = _mm512_mask3_fmadd_ps(_mm512_maskz_loadu_ps(m, a + j), _mm512_maskz_loadu_ps(m, b + j),
+                                acc, m);
+  }
+  return tree16(acc);
+}
+
+// ---- Q8_0 / Q4_0 / Q5_0: signed 32-blocks against Q8_0-style activations -----------------
+// Two blocks per zmm: int32 lanes 0-7 hold block b's isum[0..7], lanes 8-15 block b+1's, so
+// the float accumulator's low half takes the even blocks and its high half the odd ones,
+// exactly the scalar acc[8 * (b & 1) + l].
+template <TensorType TY>
+inline __m256i codes32(const uint8_t* row, int64_t b, float* d) {
+  if constexpr (TY == TensorType::Q8_0) {
+    const auto* blk = reinterpret_cast<const gguf::BlockQ8_0*>(row) + b;
+    *d = h2f(blk->d);
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+  } else {
+    const uint8_t* qs;
+    __m256i hbits = _mm256_setzero_si256();
+    if constexpr (TY == TensorType::Q4_0) {
+      const auto* blk = reinterpret_cast<const gguf::BlockQ4_0*>(row) + b;
+      *d = h2f(blk->d);
+      qs = blk->qs;
+    } else {
+      const auto* blk = reinterpret_cast<const gguf::BlockQ5_0*>(row) + b;
+      *d = h2f(blk->d);
+      qs = blk->qs;
+      uint32_t qh;
+      std::memcpy(&qh, blk->qh, 4);
+      hbits = _mm256_and_si256(_mm256_movm_epi8(qh), _mm256_set1_epi8(0x10));
+    }
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x0F));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F));
+    const __m256i q = _mm256_or_si256(
+        _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1), hbits);
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(TY == TensorType::Q4_0 ? 8 : 16));
+  }
+}
+
+template <TensorType TY>
+struct Q32K {
+  static constexpr TensorType kType = TY;
+  static constexpr int kR = 4, kT = 3;
+  template <int R, int T>
+  static void tile(const uint8_t* const* rows, const Activations& a, int64_t t0, float* out) {
+    const int64_t k = a.k, nb = k / 32;
+    __m512 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    const __m512i ones = _mm512_set1_epi16(1);
+    const __m512i zero = _mm512_setzero_si512();
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2) {
+      __m512i aw[R];
+      __mmask64 neg[R];
+      __m512 wd[R];
+      for (int r = 0; r < R; ++r) {
+        float d0, d1;
+        const __m256i c0 = codes32<TY>(rows[r], b, &d0);
+        const __m256i c1 = codes32<TY>(rows[r], b + 1, &d1);
+        const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(c0), c1, 1);
+        aw[r] = _mm512_abs_epi8(w);
+        neg[r] = _mm512_movepi8_mask(w);
+        wd[r] = _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
+      }
+      for (int t = 0; t < T; ++t) {
+        const int64_t tt = t0 + t;
+        const __m512i av = _mm512_loadu_si512(a.q + tt * k + b * 32);
+        const __m512 ad = _mm512_loadu_ps(a.d8 + (tt * nb + b) * 8);
+        for (int r = 0; r < R; ++r) {
+          const __m512i sa = _mm512_mask_sub_epi8(av, neg[r], zero, av);
+          const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(aw[r], sa), ones);
+          acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(wd[r], ad), _mm512_cvtepi32_ps(p), acc[r][t]);
+        }
+      }
+    }
+    if (b < nb) {  // a last even block: low half only
+      for (int r = 0; r < R; ++r) {
+        float d0;
+        const __m512i w = _mm512_castsi256_si512(codes32<TY>(rows[r], b, &d0));
+        const __m512i aw = _mm512_abs_epi8(w);
+        const __mmask64 neg = _mm512_movepi8_mask(w) & 0xFFFFFFFFull;
+        const __m512 wd = _mm512_set1_ps(d0);
+        for (int t = 0; t < T; ++t) {
+          const int64_t tt = t0 + t;
+          const __m512i av = _mm512_maskz_loadu_epi8(0xFFFFFFFFull, a.q + tt * k + b * 32);
+          const __m512 ad = _mm512_maskz_loadu_ps(0x00FF, a.d8 + (tt * nb + b) * 8);
+          const __m512i sa = _mm512_mask_sub_epi8(av, neg, zero, av);
+          const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(aw, sa), ones);
+          acc[r][t] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(wd, ad), _mm512_cvtepi32_ps(p),
+                                            acc[r][t], 0x00FF);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[r * T + t] = tree16(acc[r][t]);
+  }
+};
+
+// ---- Q4_K / Q5_K / Q6_K against Q8_K-style activations -----------------------------------
+// A super-block is 4 chunks of 64 elements; one zmm holds a chunk's 64 codes in logical
+// order. maddubs + madd against the sub-block scales gives 16 int32 lanes, lane i covering
+// chunk elements 4i..4i+3, i.e. canonical lane i % 8; lanes i and i + 8 are folded (exact
+// integer add) at the end of the super-block, then the float part follows the scalar order.
+
+// The 8 scales and 8 mins of a Q4_K / Q5_K block as 16 int16 (sc0..sc7, m0..m7). Bit layout:
+// gguf/blocks.h unpack_k4_scale.
+inline __m256i k4_scales_mins(const uint8_t* s) {
+  uint32_t u[3];
+  std::memcpy(u, s, 12);
+  const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+  uint32_t v[4];
+  v[0] = u[0] & m6;                                   // sc0..sc3
+  v[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);     // sc4..sc7
+  v[2] = u[1] & m6;                                   // m0..m3
+  v[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);  // m4..m7
+  __m128i b;
+  std::memcpy(&b, v, 16);
+  return _mm256_cvtepu8_epi16(b);
+}
+
+template <TensorType TY>
+struct KQuantK {
+  static constexpr TensorType kType = TY;
+  static constexpr bool kQ6 = TY == TensorType::Q6_K;
+  static constexpr int kR = 2, kT = 4;
+
+  template <int R, int T>
+  static void tile(const uint8_t* const* rows, const Activations& a, int64_t t0, float* out) {
+    const int64_t k = a.k, nb = k / 256;
+    __m256 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    const __m512i m0f = _mm512_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; ++b) {
+      __m512i isum[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) isum[r][t] = _mm512_setzero_si512();
+      float d[R], dmin[R];
+      __m512i sc16[R];   // the block's sub-block scales as int16 in the low lanes
+      __m256i mins2[R];  // Q4_K/Q5_K: m0,m0,m1,m1,...,m7,m7
+      for (int r = 0; r < R; ++r) {
+        if constexpr (kQ6) {
+          const auto* blk = reinterpret_cast<const gguf::BlockQ6_K*>(rows[r]) + b;
+          d[r] = h2f(blk->d);
+          dmin[r] = 0;
+          sc16[r] = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales))));
+          mins2[r] = _mm256_setzero_si256();
+        } else {
+          // Q4_K and Q5_K share the d, dmin, scales prefix; only the block size differs.
+          const uint8_t* blk = rows[r] + b * (TY == TensorType::Q4_K ? sizeof(gguf::BlockQ4_K)
+                                                                     : sizeof(gguf::BlockQ5_K));
+          d[r] = h2f(blk + offsetof(gguf::BlockQ4_K, d));
+          dmin[r] = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
+          const __m256i sm = k4_scales_mins(blk + offsetof(gguf::BlockQ4_K, scales));
+          sc16[r] = _mm512_castsi256_si512(sm);
+          mins2[r] = _mm256_permutexvar_epi16(
+              _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15), sm);
+        }
+      }
+      for (int c = 0; c < 4; ++c) {
+        __m512i wq[R], scv[R];
+        for (int r = 0; r < R; ++r) {
+          wq[r] = chunk_codes(rows[r], b, c, m0f);
+          // int16 lane i (elements 2i, 2i+1) takes the scale of its sub-block.
+          const __m512i idx =
+              kQ6 ? _mm512_add_epi16(_mm512_set1_epi16(int16_t(4 * c)),
+                                     _mm512_srli_epi16(lane_index16(), 3))
+                  : _mm512_add_epi16(_mm512_set1_epi16(int16_t(2 * c)),
+                                     _mm512_srli_epi16(lane_index16(), 4));
+          scv[r] = _mm512_permutexvar_epi16(idx, sc16[r]);
+        }
+        for (int t = 0; t < T; ++t) {
+          const __m512i av = _mm512_loadu_si512(a.q + (t0 + t) * k + b * 256 + c * 64);
+          __m512i off = _mm512_setzero_si512();
+          if constexpr (kQ6) off = _mm512_maddubs_epi16(_mm512_set1_epi8(32), av);
+          for (int r = 0; r < R; ++r) {
+            __m512i p16 = _mm512_maddubs_epi16(wq[r], av);
+            if constexpr (kQ6) p16 = _mm512_sub_epi16(p16, off);
+            isum[r][t] = _mm512_add_epi32(isum[r][t], _mm512_madd_epi16(p16, scv[r]));
+          }
+        }
+      }
+      for (int t = 0; t < T; ++t) {
+        const int64_t tt = t0 + t;
+        const float ad = a.d[tt * nb + b];
+        __m256i bs = _mm256_setzero_si256();
+        if constexpr (!kQ6)
+          bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (k / 16) + b * 16));
+        for (int r = 0; r < R; ++r) {
+          const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(isum[r][t]),
+                                              _mm512_extracti64x4_epi64(isum[r][t], 1));
+          acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[r] * ad), _mm256_cvtepi32_ps(i8), acc[r][t]);
+          if constexpr (!kQ6) {
+            const __m256i mp = _mm256_madd_epi16(mins2[r], bs);
+            acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin[r] * ad)), _mm256_cvtepi32_ps(mp),
+                                        acc[r][t]);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[r * T + t] = tree8(acc[r][t]);
+  }
+
+  static __m512i lane_index16() {
+    return _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15,
+                            14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  }
+
+  // The 64 codes of chunk c of super-block b, in logical order, as unsigned bytes.
+  static __m512i chunk_codes(const uint8_t* row, int64_t b, int c, __m512i m0f) {
+    if constexpr (TY == TensorType::Q4_K) {
+      const auto* blk = reinterpret_cast<const gguf::BlockQ4_K*>(row) + b;
+      const __m512i q = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs + 32 * c)));
+      // low half: low nibbles (elements 64c..64c+31), high half: high nibbles.
+      return _mm512_and_si512(_mm512_srlv_epi16(q, shift_pair(0, 4)), m0f);
+    } else if constexpr (TY == TensorType::Q5_K) {
+      const auto* blk = reinterpret_cast<const gguf::BlockQ5_K*>(row) + b;
+      const __m512i q = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs + 32 * c)));
+      const __m512i h = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qh)));
+      const __m512i lo = _mm512_and_si512(_mm512_srlv_epi16(q, shift_pair(0, 4)), m0f);
+      const __m512i hb = _mm512_and_si512(_mm512_srlv_epi16(h, shift_pair(2 * c, 2 * c + 1)),
+                                          _mm512_set1_epi8(1));
+      return _mm512_or_si512(lo, _mm512_slli_epi16(hb, 4));
+    } else {
+      // Q6_K chunk c = (half h, part p): elements 128h + 64p + [0, 64) are groups g = 2p and
+      // 2p + 1 (blocks.h), low nibbles of ql[64h..] for p = 0, high nibbles for p = 1.
+      const int h = c >> 1, p = c & 1;
+      const auto* blk = reinterpret_cast<const gguf::BlockQ6_K*>(row) + b;
+      const __m512i ql = _mm512_loadu_si512(blk->ql + 64 * h);
+      const __m512i qh = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qh + 32 * h)));
+      const __m512i lo = _mm512_and_si512(p ? _mm512_srli_epi16(ql, 4) : ql, m0f);
+      const __m512i hb = _mm512_and_si512(_mm512_srlv_epi16(qh, shift_pair(4 * p, 4 * p + 2)),
+                                          _mm512_set1_epi8(3));
+      return _mm512_or_si512(lo, _mm512_slli_epi16(hb, 4));
+    }
+  }
+
+  // Per-16-bit-lane shift counts: s0 for the low 256 bits, s1 for the high 256 bits.
+  static __m512i shift_pair(int s0, int s1) {
+    return _mm512_inserti64x4(_mm512_set1_epi16(int16_t(s0)), _mm256_set1_epi16(int16_t(s1)), 1);
+  }
+};
+
+KernelTable make_table() {
+  KernelTable t = scalar_kernels();
+  t.dot_f32 = dot_f32_avx512;
+  t.f32 = run_tiles<FloatK<TensorType::F32>>;
+  t.f16 = run_tiles<FloatK<TensorType::F16>>;
+  t.bf16 = run_tiles<FloatK<TensorType::BF16>>;
+  t.q8_0 = run_tiles<Q32K<TensorType::Q8_0>>;
+  t.q4_0 = run_tiles<Q32K<TensorType::Q4_0>>;
+  t.q5_0 = run_tiles<Q32K<TensorType::Q5_0>>;
+  t.q4_k = run_tiles<KQuantK<TensorType::Q4_K>>;
+  t.q5_k = run_tiles<KQuantK<TensorType::Q5_K>>;
+  t.q6_k = run_tiles<KQuantK<TensorType::Q6_K>>;
+  return t;
+}
+
+}  // namespace
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable table = [] {
-    KernelTable t = scalar_kernels();
-    return t;
-  }();
+  static const KernelTable table = make_table();
   return table;
 }
 

@@ -142,7 +142,7 @@ void quantize_q8_k_rows(const float* x, int64_t n, int64_t k, int8_t* q, float* 
 // matmuls per token; this avoids an allocation each time).
 struct Scratch {
   std::vector<int8_t> q;
-  std::vector<float> d;
+  std::vector<float> d, d8;
   std::vector<int32_t> sum;
   std::vector<int16_t> bsums;
 };
@@ -194,6 +194,10 @@ void matmul(const WeightMatrix& W, const float* x, int64_t n, float* y, ThreadPo
       s.sum.resize(size_t(n * nb));
       quantize_q8_0_rows(x, n, k, s.q.data(), s.d.data(), s.sum.data());
       a.sum = s.sum.data();
+      s.d8.resize(size_t(n * nb * 8));
+      for (int64_t i = 0; i < n * nb; ++i)
+        for (int l = 0; l < 8; ++l) s.d8[size_t(8 * i + l)] = s.d[size_t(i)];
+      a.d8 = s.d8.data();
     }
   }
   // Rows go to threads in groups of 16 so the SIMD kernels' row blocking stays whole; which

@@ -1,0 +1,89 @@
+// matmul throughput per weight type at a Qwen2.5-0.5B-like shape (k = 896, m = 4864):
+//   n = 1 (decode): weight bytes read per second over the measured memory-read bandwidth;
+//   n = 64 (prefill): FLOP/s (2 m k n) over the measured peak FMA rate of the same path and
+//   thread count.
+// Usage: bench_matmul [threads=1] [simd=active]. The weights are replicated beyond the caches
+// for n = 1 so the decode figure measures memory, not L3.
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gguf/quantize.h"
+#include "gguf/types.h"
+#include "bench_limits.h"
+#include "ops/matmul.h"
+#include "util/f16.h"
+
+using namespace ember;
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
+  const SimdLevel level = argc > 2 ? parse_simd(argv[2]) : active_simd();
+  // Qwen2.5-0.5B's ffn_up/gate shape; K quants need k % 256 == 0, so they (like that model's
+  // real Q4_K tensors) are measured on the ffn_down shape, k = 4864, m = 896: same bytes.
+  const int64_t k0 = 896, m0 = 4864;
+  ThreadPool pool(threads);
+  std::printf("matmul bench: k=%lld m=%lld (K quants: k=%lld m=%lld) threads=%d simd=%s\n",
+              (long long)k0, (long long)m0, (long long)m0, (long long)k0, threads, simd_name(level));
+  const double bw = bench::read_bandwidth(pool);
+  const double peak = bench::fma_peak(pool, level == SimdLevel::scalar ? SimdLevel::avx2 : level);
+  std::printf("limits: read bandwidth %.2f GB/s, FMA peak %.1f GFLOP/s (%s)\n", bw / 1e9,
+              peak / 1e9, level == SimdLevel::avx512 ? "zmm" : "ymm");
+
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  std::vector<float> wf(size_t(m0 * k0));
+  for (auto& v : wf) v = nd(rng);
+  std::vector<float> x(size_t(64 * m0));
+  for (auto& v : x) v = nd(rng) * 20;
+
+  std::printf("%-6s %12s %10s %14s %10s\n", "type", "n=1 GB/s", "/bw", "n=64 GFLOP/s", "/peak");
+  for (gguf::TensorType type : {gguf::TensorType::F32, gguf::TensorType::F16, gguf::TensorType::BF16,
+                                gguf::TensorType::Q8_0, gguf::TensorType::Q4_0, gguf::TensorType::Q4_1,
+                                gguf::TensorType::Q5_0, gguf::TensorType::Q5_1, gguf::TensorType::Q4_K,
+                                gguf::TensorType::Q5_K, gguf::TensorType::Q6_K}) {
+    const bool kq = gguf::traits(type).block_elems == 256;
+    const int64_t k = kq ? m0 : k0, m = kq ? k0 : m0;
+    const uint64_t rb = gguf::row_bytes(type, uint64_t(k));
+    std::vector<uint8_t> w(size_t(rb * m));
+    if (type == gguf::TensorType::F32) {
+      std::memcpy(w.data(), wf.data(), w.size());
+    } else if (type == gguf::TensorType::F16 || type == gguf::TensorType::BF16) {
+      for (size_t i = 0; i < wf.size(); ++i) {
+        const uint16_t h = type == gguf::TensorType::F16 ? f32_to_f16(wf[i]) : f32_to_bf16(wf[i]);
+        std::memcpy(w.data() + 2 * i, &h, 2);
+      }
+    } else if (gguf::can_quantize_to(type)) {
+      for (int64_t i = 0; i < m; ++i) gguf::quantize_row(type, wf.data() + i * k, w.data() + i * rb, k);
+    } else {  // no quantizer: random codes with moderate f16 scales in every block
+      std::uniform_int_distribution<int> byte(0, 255);
+      for (auto& b : w) b = uint8_t(byte(rng));
+      const int be = int(gguf::traits(type).block_elems), bb = int(gguf::traits(type).block_bytes);
+      const uint16_t d = f32_to_f16(0.001f);
+      for (size_t off = 0; off < w.size(); off += size_t(bb)) {
+        std::memcpy(w.data() + off, &d, 2);
+        if (type != gguf::TensorType::Q5_0) std::memcpy(w.data() + off + 2, &d, 2);
+      }
+      (void)be;
+    }
+    // Decode: rotate through enough copies to exceed the caches (>= 256 MiB).
+    const size_t copies = std::max<size_t>(1, (size_t(256) << 20) / w.size() + 1);
+    std::vector<uint8_t> big(w.size() * copies);
+    for (size_t c = 0; c < copies; ++c) std::memcpy(big.data() + c * w.size(), w.data(), w.size());
+    std::vector<float> y(size_t(64 * m));
+    size_t c = 0;
+    const int reps1 = int(copies) * 2;
+    const double t1 = bench::median_time(reps1, [&] {
+      ops::WeightMatrix W{type, big.data() + (c++ % copies) * w.size(), m, k};
+      ops::matmul(W, x.data(), 1, y.data(), pool, level);
+    });
+    ops::WeightMatrix W{type, w.data(), m, k};
+    const double t64 = bench::median_time(level == SimdLevel::scalar ? 1 : 5, [&] { ops::matmul(W, x.data(), 64, y.data(), pool, level); });
+    const double gbs = double(w.size()) / t1, flops = 2.0 * double(m) * double(k) * 64 / t64;
+    std::printf("%-6s %12.2f %10.3f %14.1f %10.3f\n", gguf::type_name(uint32_t(type)).c_str(),
+                gbs / 1e9, gbs / bw, flops / 1e9, flops / peak);
+  }
+  return 0;
+}
