@@ -1,14 +1,398 @@
-// AVX2+FMA twins of the scalar reference kernels (kernels_scalar.cpp): same bits, faster.
-// Types without a twin here run the scalar kernel on this path.
+// AVX2+FMA twins of the scalar reference kernels in kernels_scalar.cpp: the same canonical-v1
+// reduction order, so the same bits, only faster. Types without a twin here (Q4_1, Q5_1) run
+// the scalar kernel on this path.
+//
+// Compiled with AVX2 flags: like kernels_avx512.cpp it keeps everything in an anonymous
+// namespace and calls no inline function of another header, so no AVX2 code can leak into
+// callers on other paths through the linker's choice of inline copies.
+//
+// The 16 canonical f32 lanes are two ymm registers (lanes 0-7 and 8-15); the 32-block types
+// keep the even blocks in the first and the odd blocks in the second, exactly the scalar
+// acc[8 * (b & 1) + l]. Tiles of R rows x T tokens as in the AVX-512 file.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "gguf/blocks.h"
 #include "ops/kernels.h"
 
 namespace ember::ops::detail {
+namespace {
+
+using gguf::TensorType;
+
+inline float h2f(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+inline float tree8(__m256 acc) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+inline float tree16(__m256 lo, __m256 hi) { return tree8(_mm256_add_ps(lo, hi)); }
+
+// Lane-valid mask for the tail: lane l of half h is valid when 8h + l < r.
+inline __m256 tail_mask(int r, int h) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(r - 8 * h), idx));
+}
+
+// ---- The tile driver (see kernels_avx512.cpp) --------------------------------------------
+template <class K, int R, int T>
+void tile_call(const WeightMatrix& W, const Activations& a, int64_t rb, int64_t i, int64_t t0,
+               float* y) {
+  const uint8_t* rows[R];
+  for (int r = 0; r < R; ++r) rows[r] = W.data + (i + r) * rb;
+  float out[R * T];
+  K::template tile<R, T>(rows, a, t0, out);
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * W.rows + i + r] = out[r * T + t];
+}
+
+template <class K, int R>
+void row_block(const WeightMatrix& W, const Activations& a, int64_t rb, int64_t i, float* y) {
+  int64_t t = 0;
+  for (; t + K::kT <= a.n; t += K::kT) tile_call<K, R, K::kT>(W, a, rb, i, t, y);
+  switch (a.n - t) {
+    case 1: tile_call<K, R, 1>(W, a, rb, i, t, y); break;
+    case 2: if constexpr (K::kT > 2) tile_call<K, R, 2>(W, a, rb, i, t, y); break;
+    case 3: if constexpr (K::kT > 3) tile_call<K, R, 3>(W, a, rb, i, t, y); break;
+    default: break;
+  }
+}
+
+template <class K>
+void run_tiles(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+  const int64_t rb = weight_row_bytes(K::kType, W.cols);
+  int64_t i = r0;
+  for (; i + K::kR <= r1; i += K::kR) row_block<K, K::kR>(W, a, rb, i, y);
+  for (; i < r1; ++i) row_block<K, 1>(W, a, rb, i, y);
+}
+
+// ---- F32 / F16 / BF16 --------------------------------------------------------------------
+template <TensorType TY>
+inline __m256 load_w8(const uint8_t* row, int64_t j) {
+  if constexpr (TY == TensorType::F32) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + j);
+  } else if constexpr (TY == TensorType::F16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j)));
+  } else {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * j));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <TensorType TY>
+struct FloatK {
+  static constexpr TensorType kType = TY;
+  static constexpr int kElemBytes = TY == TensorType::F32 ? 4 : 2;
+  static constexpr int kR = 2, kT = 2;
+  template <int R, int T>
+  static void tile(const uint8_t* const* rows, const Activations& a, int64_t t0, float* out) {
+    const int64_t k = a.k;
+    const float* x[T];
+    for (int t = 0; t < T; ++t) x[t] = a.f32 + (t0 + t) * k;
+    __m256 acc[R][T][2];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 16 <= k; j += 16) {
+      __m256 w[R][2];
+      for (int r = 0; r < R; ++r) {
+        w[r][0] = load_w8<TY>(rows[r], j);
+        w[r][1] = load_w8<TY>(rows[r], j + 8);
+      }
+      for (int t = 0; t < T; ++t) {
+        const __m256 x0 = _mm256_loadu_ps(x[t] + j), x1 = _mm256_loadu_ps(x[t] + j + 8);
+        for (int r = 0; r < R; ++r) {
+          acc[r][t][0] = _mm256_fmadd_ps(w[r][0], x0, acc[r][t][0]);
+          acc[r][t][1] = _mm256_fmadd_ps(w[r][1], x1, acc[r][t][1]);
+        }
+      }
+    }
+    if (j < k) {  // tail: zero-padded copies; lanes without an element keep their value
+      const int rem = int(k - j);
+      const __m256 m0 = tail_mask(rem, 0), m1 = tail_mask(rem, 1);
+      for (int r = 0; r < R; ++r) {
+        alignas(32) uint8_t wbuf[16 * 4] = {};
+        std::memcpy(wbuf, rows[r] + j * kElemBytes, size_t(rem) * kElemBytes);
+        const __m256 w0 = load_w8<TY>(wbuf, 0), w1 = load_w8<TY>(wbuf, 8);
+        for (int t = 0; t < T; ++t) {
+          alignas(32) float xbuf[16] = {};
+          std::memcpy(xbuf, x[t] + j, size_t(rem) * 4);
+          const __m256 x0 = _mm256_load_ps(xbuf), x1 = _mm256_load_ps(xbuf + 8);
+          acc[r][t][0] = _mm256_blendv_ps(acc[r][t][0], _mm256_fmadd_ps(w0, x0, acc[r][t][0]), m0);
+          acc[r][t][1] = _mm256_blendv_ps(acc[r][t][1], _mm256_fmadd_ps(w1, x1, acc[r][t][1]), m1);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[r * T + t] = tree16(acc[r][t][0], acc[r][t][1]);
+  }
+};
+
+float dot_f32_avx2(const float* a, const float* b, int64_t k) {
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 16 <= k; j += 16) {
+    lo = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(b + j), lo);
+    hi = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 8), _mm256_loadu_ps(b + j + 8), hi);
+  }
+  if (j < k) {
+    const int rem = int(k - j);
+    alignas(32) float ab[16] = {}, bb[16] = {};
+    std::memcpy(ab, a + j, size_t(rem) * 4);
+    std::memcpy(bb, b + j, size_t(rem) * 4);
+    lo = _mm256_blendv_ps(lo, _mm256_fmadd_ps(_mm256_load_ps(ab), _mm256_load_ps(bb), lo),
+                          tail_mask(rem, 0));
+    hi = _mm256_blendv_ps(hi, _mm256_fmadd_ps(_mm256_load_ps(ab + 8), _mm256_load_ps(bb + 8), hi),
+                          tail_mask(rem, 1));
+  }
+  return tree16(lo, hi);
+}
+
+// ---- Q8_0 / Q4_0 / Q5_0 ------------------------------------------------------------------
+// Bit j of x -> byte j as 0xFF / 0x00.
+inline __m256i bits_to_bytes(uint32_t x) {
+  const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                        2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m256i bit = _mm256_set1_epi64x(0x8040201008040201ll);
+  const __m256i v = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(int(x)), shuf), bit);
+  return _mm256_cmpeq_epi8(v, bit);
+}
+
+template <TensorType TY>
+inline __m256i codes32(const uint8_t* row, int64_t b, float* d) {
+  if constexpr (TY == TensorType::Q8_0) {
+    const auto* blk = reinterpret_cast<const gguf::BlockQ8_0*>(row) + b;
+    *d = h2f(blk->d);
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+  } else {
+    const uint8_t* qs;
+    __m256i hbits = _mm256_setzero_si256();
+    if constexpr (TY == TensorType::Q4_0) {
+      const auto* blk = reinterpret_cast<const gguf::BlockQ4_0*>(row) + b;
+      *d = h2f(blk->d);
+      qs = blk->qs;
+    } else {
+      const auto* blk = reinterpret_cast<const gguf::BlockQ5_0*>(row) + b;
+      *d = h2f(blk->d);
+      qs = blk->qs;
+      uint32_t qh;
+      std::memcpy(&qh, blk->qh, 4);
+      hbits = _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10));
+    }
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x0F));
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F));
+    const __m256i q = _mm256_or_si256(
+        _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1), hbits);
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(TY == TensorType::Q4_0 ? 8 : 16));
+  }
+}
+
+template <TensorType TY>
+struct Q32K {
+  static constexpr TensorType kType = TY;
+  static constexpr int kR = 2, kT = 2;
+  template <int R, int T>
+  static void tile(const uint8_t* const* rows, const Activations& a, int64_t t0, float* out) {
+    const int64_t k = a.k, nb = k / 32;
+    __m256 acc[R][T][2];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; ++b) {
+      const int h = int(b & 1);
+      __m256i aw[R], sg[R];
+      float wd[R];
+      for (int r = 0; r < R; ++r) {
+        sg[r] = codes32<TY>(rows[r], b, &wd[r]);
+        aw[r] = _mm256_sign_epi8(sg[r], sg[r]);
+      }
+      for (int t = 0; t < T; ++t) {
+        const int64_t tt = t0 + t;
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q + tt * k + b * 32));
+        const float ad = a.d[tt * nb + b];
+        for (int r = 0; r < R; ++r) {
+          const __m256i p =
+              _mm256_madd_epi16(_mm256_maddubs_epi16(aw[r], _mm256_sign_epi8(av, sg[r])), ones);
+          acc[r][t][h] = _mm256_fmadd_ps(_mm256_set1_ps(wd[r] * ad), _mm256_cvtepi32_ps(p),
+                                         acc[r][t][h]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[r * T + t] = tree16(acc[r][t][0], acc[r][t][1]);
+  }
+};
+
+// ---- Q4_K / Q5_K / Q6_K ------------------------------------------------------------------
+// One ymm holds 32 codes in logical order (a Q4_K/Q5_K sub-block, or two Q6_K sub-blocks);
+// maddubs + madd against the scale gives 8 int32 lanes, lane l covering elements 4l..4l+3:
+// the canonical lanes directly.
+
+// Scales sc0..sc7 then mins m0..m7 of a Q4_K / Q5_K block, as bytes.
+inline __m128i k4_scales_mins(const uint8_t* s) {
+  uint32_t u[3];
+  std::memcpy(u, s, 12);
+  const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+  uint32_t v[4];
+  v[0] = u[0] & m6;
+  v[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
+  v[2] = u[1] & m6;
+  v[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
+  __m128i b;
+  std::memcpy(&b, v, 16);
+  return b;
+}
+
+template <TensorType TY>
+struct KQuantK {
+  static constexpr TensorType kType = TY;
+  static constexpr bool kQ6 = TY == TensorType::Q6_K;
+  static constexpr int kR = 2, kT = 2;
+
+  template <int R, int T>
+  static void tile(const uint8_t* const* rows, const Activations& a, int64_t t0, float* out) {
+    const int64_t k = a.k, nb = k / 256;
+    __m256 acc[R][T];
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    const __m256i m0f = _mm256_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i isum[R][T];
+      for (int r = 0; r < R; ++r)
+        for (int t = 0; t < T; ++t) isum[r][t] = _mm256_setzero_si256();
+      float d[R], dmin[R];
+      alignas(16) uint8_t scb[R][16];  // Q4_K/Q5_K: sc0..7, m0..7; Q6_K: 16 int8 scales
+      __m256i mins2[R];
+      for (int r = 0; r < R; ++r) {
+        if constexpr (kQ6) {
+          const auto* blk = reinterpret_cast<const gguf::BlockQ6_K*>(rows[r]) + b;
+          d[r] = h2f(blk->d);
+          dmin[r] = 0;
+          std::memcpy(scb[r], blk->scales, 16);
+          mins2[r] = _mm256_setzero_si256();
+        } else {
+          const uint8_t* blk = rows[r] + b * (TY == TensorType::Q4_K ? sizeof(gguf::BlockQ4_K)
+                                                                     : sizeof(gguf::BlockQ5_K));
+          d[r] = h2f(blk + offsetof(gguf::BlockQ4_K, d));
+          dmin[r] = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
+          const __m128i sm = k4_scales_mins(blk + offsetof(gguf::BlockQ4_K, scales));
+          _mm_store_si128(reinterpret_cast<__m128i*>(scb[r]), sm);
+          mins2[r] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
+              sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
+        }
+      }
+      for (int g = 0; g < 8; ++g) {  // 8 groups of 32 elements
+        __m256i wq[R], scv[R];
+        for (int r = 0; r < R; ++r) {
+          wq[r] = group_codes(rows[r], b, g, m0f);
+          if constexpr (kQ6) {
+            const __m128i idx = _mm_setr_epi8(char(2 * g), char(2 * g), char(2 * g), char(2 * g),
+                                              char(2 * g), char(2 * g), char(2 * g), char(2 * g),
+                                              char(2 * g + 1), char(2 * g + 1), char(2 * g + 1),
+                                              char(2 * g + 1), char(2 * g + 1), char(2 * g + 1),
+                                              char(2 * g + 1), char(2 * g + 1));
+            scv[r] = _mm256_cvtepi8_epi16(
+                _mm_shuffle_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(scb[r])), idx));
+          } else {
+            scv[r] = _mm256_set1_epi16(int16_t(scb[r][g]));
+          }
+        }
+        for (int t = 0; t < T; ++t) {
+          const __m256i av = _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(a.q + (t0 + t) * k + b * 256 + g * 32));
+          __m256i off = _mm256_setzero_si256();
+          if constexpr (kQ6) off = _mm256_maddubs_epi16(_mm256_set1_epi8(32), av);
+          for (int r = 0; r < R; ++r) {
+            __m256i p16 = _mm256_maddubs_epi16(wq[r], av);
+            if constexpr (kQ6) p16 = _mm256_sub_epi16(p16, off);
+            isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(p16, scv[r]));
+          }
+        }
+      }
+      for (int t = 0; t < T; ++t) {
+        const int64_t tt = t0 + t;
+        const float ad = a.d[tt * nb + b];
+        __m256i bs = _mm256_setzero_si256();
+        if constexpr (!kQ6)
+          bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (k / 16) + b * 16));
+        for (int r = 0; r < R; ++r) {
+          acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[r] * ad), _mm256_cvtepi32_ps(isum[r][t]),
+                                      acc[r][t]);
+          if constexpr (!kQ6) {
+            const __m256i mp = _mm256_madd_epi16(mins2[r], bs);
+            acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin[r] * ad)), _mm256_cvtepi32_ps(mp),
+                                        acc[r][t]);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) out[r * T + t] = tree8(acc[r][t]);
+  }
+
+  // The 32 codes of elements [32g, 32g + 32) of super-block b, unsigned, in logical order.
+  static __m256i group_codes(const uint8_t* row, int64_t b, int g, __m256i m0f) {
+    if constexpr (TY == TensorType::Q4_K || TY == TensorType::Q5_K) {
+      const int c = g >> 1, hi = g & 1;
+      const uint8_t* qs;
+      if constexpr (TY == TensorType::Q4_K)
+        qs = (reinterpret_cast<const gguf::BlockQ4_K*>(row) + b)->qs;
+      else
+        qs = (reinterpret_cast<const gguf::BlockQ5_K*>(row) + b)->qs;
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
+      __m256i v = _mm256_and_si256(hi ? _mm256_srli_epi16(q, 4) : q, m0f);
+      if constexpr (TY == TensorType::Q5_K) {
+        const auto* blk = reinterpret_cast<const gguf::BlockQ5_K*>(row) + b;
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qh));
+        const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(g)),
+                                            _mm256_set1_epi8(1));
+        v = _mm256_or_si256(v, _mm256_slli_epi16(hb, 4));
+      }
+      return v;
+    } else {
+      // Q6_K: group g = 4h + gg holds elements 128h + 32gg + l (blocks.h).
+      const int h = g >> 2, gg = g & 3;
+      const auto* blk = reinterpret_cast<const gguf::BlockQ6_K*>(row) + b;
+      const __m256i ql = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(blk->ql + 64 * h + 32 * (gg & 1)));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qh + 32 * h));
+      const __m256i lo = _mm256_and_si256(gg >= 2 ? _mm256_srli_epi16(ql, 4) : ql, m0f);
+      const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * gg)),
+                                          _mm256_set1_epi8(3));
+      return _mm256_or_si256(lo, _mm256_slli_epi16(hb, 4));
+    }
+  }
+};
+
+KernelTable make_table() {
+  KernelTable t = scalar_kernels();
+  t.dot_f32 = dot_f32_avx2;
+  t.f32 = run_tiles<FloatK<TensorType::F32>>;
+  t.f16 = run_tiles<FloatK<TensorType::F16>>;
+  t.bf16 = run_tiles<FloatK<TensorType::BF16>>;
+  t.q8_0 = run_tiles<Q32K<TensorType::Q8_0>>;
+  t.q4_0 = run_tiles<Q32K<TensorType::Q4_0>>;
+  t.q5_0 = run_tiles<Q32K<TensorType::Q5_0>>;
+  t.q4_k = run_tiles<KQuantK<TensorType::Q4_K>>;
+  t.q5_k = run_tiles<KQuantK<TensorType::Q5_K>>;
+  t.q6_k = run_tiles<KQuantK<TensorType::Q6_K>>;
+  return t;
+}
+
+}  // namespace
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable table = [] {
-    KernelTable t = scalar_kernels();
-    return t;
-  }();
+  static const KernelTable table = make_table();
   return table;
 }
 
