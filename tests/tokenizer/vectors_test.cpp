@@ -11,8 +11,12 @@
 
 namespace ember::test {
 
+const tok::TokenizerSpec& qwen3_spec() {
+  static const tok::TokenizerSpec s = tok::spec_from_json_file(shared_path("tokenizer/qwen3/tokenizer.json"));
+  return s;
+}
 const tok::Tokenizer& qwen3_tokenizer() {
-  static const auto t = tok::Tokenizer::from_json_file(shared_path("tokenizer/qwen3/tokenizer.json"));
+  static const auto t = tok::build_tokenizer(qwen3_spec());
   return *t;
 }
 const tok::Tokenizer& llama3_tokenizer() {
