@@ -6,8 +6,8 @@
 // symbols are the ids of its single bytes; merges are looked up by (left id, right id).
 #include <algorithm>
 #include <memory>
-#include <unordered_map>
 
+#include "tokenizer/flat_map.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
@@ -42,8 +42,8 @@ class BpeTokenizer final : public TokenizerBase {
   std::unique_ptr<SplitRegex> split_;          // null for ember-bytes (no split)
   std::vector<std::string> raw_;               // [n_vocab] bytes each token stands for
   std::array<int32_t, 256> byte_id_;           // the single-byte token of each byte
-  std::unordered_map<std::string_view, int32_t> whole_;  // raw bytes -> id (ignore_merges)
-  std::unordered_map<uint64_t, MergeResult> merges_;      // (left, right) -> rank, result
+  StringIndex whole_;                          // raw_ bytes -> id (ignore_merges only)
+  PairMap<MergeResult> merges_;                // (left id, right id) -> rank, result
 };
 
 BpeTokenizer::BpeTokenizer(const TokenizerSpec& s)
@@ -59,8 +59,9 @@ BpeTokenizer::BpeTokenizer(const TokenizerSpec& s)
   const size_t n = tokens_.size();
   raw_.resize(n);
   // Token strings of the base vocabulary (not added tokens) by their byte-level form.
-  std::unordered_map<std::string_view, int32_t> by_piece;
-  by_piece.reserve(n * 2);
+  StringIndex by_piece;
+  by_piece.reserve(n);
+  if (ignore_merges_) whole_.reserve(n);
   byte_id_.fill(-1);
   for (size_t i = 0; i < n; ++i) {
     const auto id = static_cast<int32_t>(i);
@@ -71,9 +72,9 @@ BpeTokenizer::BpeTokenizer(const TokenizerSpec& s)
     // (as the Hugging Face ByteLevel decoder does).
     if (!mapped) raw_[i] = tokens_[i];
     if (added || types_[i] == TokenType::Unused) continue;
-    by_piece.emplace(tokens_[i], id);  // first id wins on duplicates
+    by_piece.insert(tokens_, id);  // first id wins on duplicates
     if (mapped) {
-      whole_.emplace(raw_[i], id);
+      if (ignore_merges_) whole_.insert(raw_, id);
       if (raw_[i].size() == 1 && byte_id_[static_cast<uint8_t>(raw_[i][0])] < 0)
         byte_id_[static_cast<uint8_t>(raw_[i][0])] = id;
     }
@@ -83,21 +84,20 @@ BpeTokenizer::BpeTokenizer(const TokenizerSpec& s)
       fail_field(source_, "vocabulary", "a byte-level token for every byte (byte-level BPE)",
                  "none for byte " + std::to_string(b) + " (\"" + bl.byte_to_utf8[b] + "\")");
   }
-  if (!ignore_merges_) whole_.clear();
-  merges_.reserve(s.merges.size() * 2);
+  merges_.reserve(s.merges.size());
   std::string joined;
   for (size_t r = 0; r < s.merges.size(); ++r) {
     const auto& [a, b] = s.merges[r];
-    const auto ia = by_piece.find(a), ib = by_piece.find(b);
+    const int32_t ia = by_piece.find(tokens_, a), ib = by_piece.find(tokens_, b);
     joined.assign(a).append(b);
-    const auto ij = by_piece.find(joined);
-    if (ia == by_piece.end() || ib == by_piece.end() || ij == by_piece.end()) {
-      const std::string missing = ia == by_piece.end() ? a : ib == by_piece.end() ? b : joined;
+    const int32_t ij = by_piece.find(tokens_, joined);
+    if (ia < 0 || ib < 0 || ij < 0) {
+      const std::string missing = ia < 0 ? a : ib < 0 ? b : joined;
       fail_field(source_, "merges[" + std::to_string(r) + "]",
                  "tokens present in the vocabulary", "\"" + a + " " + b + "\" needs \"" + missing + "\"");
     }
     // The first (lowest-rank) occurrence of a pair wins, as in the reference.
-    merges_.emplace(pair_key(ia->second, ib->second), MergeResult{static_cast<int32_t>(r), ij->second});
+    merges_.insert(pair_key(ia, ib), MergeResult{static_cast<int32_t>(r), ij});
   }
 }
 
@@ -130,8 +130,8 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
     return;
   }
   if (ignore_merges_) {
-    if (auto it = whole_.find(word); it != whole_.end()) {
-      out.push_back(it->second);
+    if (const int32_t id = whole_.find(raw_, word); id >= 0) {
+      out.push_back(id);
       return;
     }
   }
@@ -156,9 +156,9 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
     if (l < 0) return;
     const int32_t r = sym[static_cast<size_t>(l)].next;
     if (r < 0) return;
-    const auto it = merges_.find(pair_key(sym[static_cast<size_t>(l)].id, sym[static_cast<size_t>(r)].id));
-    if (it == merges_.end()) return;
-    heap.push_back({it->second.rank, l, sym[static_cast<size_t>(l)].id, r});
+    const MergeResult* m = merges_.find(pair_key(sym[static_cast<size_t>(l)].id, sym[static_cast<size_t>(r)].id));
+    if (!m) return;
+    heap.push_back({m->rank, l, sym[static_cast<size_t>(l)].id, r});
     std::push_heap(heap.begin(), heap.end(), later);
   };
   for (int32_t i = 0; i + 1 < n; ++i) consider(i);
@@ -169,9 +169,9 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
     Sym& l = sym[static_cast<size_t>(c.pos)];
     if (l.id != c.left || l.next != c.right) continue;  // stale
     Sym& r = sym[static_cast<size_t>(c.right)];
-    const auto it = merges_.find(pair_key(l.id, r.id));
-    if (it == merges_.end() || it->second.rank != c.rank) continue;
-    l.id = it->second.id;
+    const MergeResult* m = merges_.find(pair_key(l.id, r.id));
+    if (!m || m->rank != c.rank) continue;
+    l.id = m->id;
     l.next = r.next;
     if (r.next >= 0) sym[static_cast<size_t>(r.next)].prev = c.pos;
     r.id = -1;  // dead

@@ -5,8 +5,8 @@
 // This is the SentencePiece BPE segmentation as llama.cpp runs it for llama-family GGUFs.
 #include <algorithm>
 #include <cstdio>
-#include <unordered_map>
 
+#include "tokenizer/flat_map.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
@@ -29,7 +29,7 @@ class SpmTokenizer final : public TokenizerBase {
  private:
   std::vector<float> scores_;
   std::vector<std::string> bytes_;  // [n_vocab] what each token contributes to decoded text
-  std::unordered_map<std::string_view, int32_t> piece_id_;  // normal + user-defined pieces
+  StringIndex piece_id_;             // tokens_ of normal + user-defined pieces -> id
   std::array<int32_t, 256> byte_tok_;                        // "<0xNN>" ids, -1 if absent
   std::optional<int32_t> unk_;
   bool add_space_prefix_;
@@ -40,7 +40,7 @@ SpmTokenizer::SpmTokenizer(const TokenizerSpec& s)
   const size_t n = tokens_.size();
   bytes_.resize(n);
   byte_tok_.fill(-1);
-  piece_id_.reserve(n * 2);
+  piece_id_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const std::string& t = tokens_[i];
     switch (types_[i]) {
@@ -55,12 +55,12 @@ SpmTokenizer::SpmTokenizer(const TokenizerSpec& s)
           }
         }
         bytes_[i] = std::move(b);
-        piece_id_.emplace(t, static_cast<int32_t>(i));
+        piece_id_.insert(tokens_, static_cast<int32_t>(i));
         break;
       }
       case TokenType::UserDefined:
         bytes_[i] = t;
-        piece_id_.emplace(t, static_cast<int32_t>(i));
+        piece_id_.insert(tokens_, static_cast<int32_t>(i));
         break;
       case TokenType::Byte: {
         unsigned v = 0;
@@ -119,9 +119,9 @@ void SpmTokenizer::encode_fragment(std::string_view text, bool after_special, st
     if (l < 0 || r < 0) return;
     const Sym& a = sym[static_cast<size_t>(l)];
     const Sym& b = sym[static_cast<size_t>(r)];
-    const auto it = piece_id_.find(std::string_view(s).substr(a.start, a.len + b.len));
-    if (it == piece_id_.end()) return;
-    heap.push_back({scores_[static_cast<size_t>(it->second)], l, r, a.len + b.len});
+    const int32_t id = piece_id_.find(tokens_, std::string_view(s).substr(a.start, a.len + b.len));
+    if (id < 0) return;
+    heap.push_back({scores_[static_cast<size_t>(id)], l, r, a.len + b.len});
     std::push_heap(heap.begin(), heap.end(), worse);
   };
   for (size_t i = 1; i < sym.size(); ++i) try_add(static_cast<int32_t>(i) - 1, static_cast<int32_t>(i));
@@ -141,8 +141,8 @@ void SpmTokenizer::encode_fragment(std::string_view text, bool after_special, st
   }
   for (int32_t i = 0; i >= 0; i = sym[static_cast<size_t>(i)].next) {
     const std::string_view piece = std::string_view(s).substr(sym[static_cast<size_t>(i)].start, sym[static_cast<size_t>(i)].len);
-    if (const auto it = piece_id_.find(piece); it != piece_id_.end()) {
-      out.push_back(it->second);
+    if (const int32_t id = piece_id_.find(tokens_, piece); id >= 0) {
+      out.push_back(id);
       continue;
     }
     for (char c : piece) {  // byte fallback
