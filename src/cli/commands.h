@@ -19,5 +19,6 @@ void register_kv_snapshot_commands(CLI::App& kv);   // ember kv export|verify|re
 void register_kv_compare_commands(CLI::App& kv);    // ember kv compare|perturb
 void register_map_commands(CLI::App& app);          // ember map ...|study ...
 void register_container_commands(CLI::App& app);    // ember kvc ...|contract ...|pack ...
+void register_contract_commands(CLI::App& app);     // ember contract validate|pack validate
 
 }  // namespace ember::cli

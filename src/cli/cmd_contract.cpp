@@ -1,0 +1,91 @@
+// ember contract validate | ember pack validate: thin over src/contract/.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/pack_tokens.h"
+#include "contract/pack.h"
+#include "contract/receipt.h"
+#include "util/error.h"
+
+namespace ember::cli {
+
+namespace {
+
+struct ContractArgs {
+  std::string file;
+  bool json = false;
+};
+
+struct PackArgs {
+  std::string pack, allow, model, tokenizer;
+  size_t max_chars = contract::PackLimits{}.max_chars;
+  size_t max_tokens = contract::PackLimits{}.max_tokens;
+  bool json = false;
+};
+
+void run_contract_validate(const ContractArgs& a) {
+  const contract::DocumentCheck c = contract::validate_file(a.file);
+  if (a.json) {
+    nlohmann::json j = {{"file", a.file}, {"schema", c.schema}, {"valid", c.errors.empty()},
+                        {"errors", c.errors}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    for (const auto& e : c.errors) std::printf("%s: %s\n", a.file.c_str(), e.c_str());
+    if (c.errors.empty()) std::printf("%s: valid %s\n", a.file.c_str(), c.schema.c_str());
+  }
+  if (!c.errors.empty())
+    throw CheckFailed{a.file + ": invalid " + c.schema + " (" + std::to_string(c.errors.size()) + " violations)"};
+}
+
+void run_pack_validate(const PackArgs& a) {
+  const contract::ToolAllowlist allow = contract::ToolAllowlist::load(a.allow);
+  contract::PackLimits limits{a.max_chars, a.max_tokens};
+  std::unique_ptr<contract::TokenCounter> counter = make_token_counter(a.model, a.tokenizer);
+  const contract::PackReport r = contract::check_pack(a.pack, allow, limits, counter.get());
+  if (a.json) {
+    nlohmann::json j = {{"pack", a.pack}, {"valid", r.ok()}, {"errors", r.errors},
+                        {"tools", r.tools}, {"briefing_chars", r.briefing_chars}};
+    j["briefing_tokens"] = r.briefing_tokens ? nlohmann::json(*r.briefing_tokens) : nlohmann::json(nullptr);
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    for (const auto& e : r.errors) std::printf("%s: %s\n", a.pack.c_str(), e.c_str());
+    if (r.ok()) {
+      std::printf("%s: valid DOMCAP1 pack; tools:", a.pack.c_str());
+      for (const auto& t : r.tools) std::printf(" %s", t.c_str());
+      std::printf("; briefing %zu characters", r.briefing_chars);
+      if (r.briefing_tokens) std::printf(", %zu tokens", *r.briefing_tokens);
+      std::printf("\n");
+    }
+  }
+  if (!r.ok()) throw CheckFailed{a.pack + ": capability pack refused: " + r.errors.front()};
+}
+
+}  // namespace
+
+void register_contract_commands(CLI::App& app) {
+  CLI::App* contract = app.add_subcommand("contract", "Translator contract documents: validate against the schemas");
+  contract->require_subcommand(1);
+  auto ca = std::make_shared<ContractArgs>();
+  CLI::App* validate = contract->add_subcommand(
+      "validate", "Validate a bridge receipt, registry entry, parity receipt, DOMCAP1 pack or tool allowlist");
+  validate->add_option("file", ca->file, "JSON document (its \"format\" field selects the schema)")->required();
+  validate->add_flag("--json", ca->json, "Machine-readable report");
+  validate->callback([ca] { run_contract_validate(*ca); });
+
+  CLI::App* pack = app.add_subcommand("pack", "DOMCAP1 capability packs");
+  pack->require_subcommand(1);
+  auto pa = std::make_shared<PackArgs>();
+  CLI::App* pv = pack->add_subcommand("validate", "Check a pack: schema, tools against the host allowlist, briefing size");
+  pv->add_option("pack", pa->pack, "DOMCAP1 pack (JSON)")->required();
+  pv->add_option("--allow", pa->allow, "Host tool allowlist (ember.tool-allowlist.v1)")->required();
+  pv->add_option("--model", pa->model, "Count briefing tokens with this GGUF model's tokenizer");
+  pv->add_option("--tokenizer", pa->tokenizer, "Count briefing tokens with this tokenizer.json");
+  pv->add_option("--max-chars", pa->max_chars, "Host limit on briefing characters")->capture_default_str();
+  pv->add_option("--max-tokens", pa->max_tokens, "Host limit on briefing tokens")->capture_default_str();
+  pv->add_flag("--json", pa->json, "Machine-readable report");
+  pv->callback([pa] { run_pack_validate(*pa); });
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,88 @@
+#pragma once
+// Translator contract: bridge receipts and the other contract documents, built as plain
+// structs and checked against the compiled-in schemas (schemas/*.schema.json).
+//
+// Typical use (ember map fit/apply/hybrid):
+//   contract::BridgeReceipt r;
+//   r.source = {src_identity, "llama", tok_identity, "a.gguf"};  r.target = {...};
+//   r.kind = "ridge"; r.mapper_hash = mapper_hex; r.calibration = {{split_hex, 320, 80}};
+//   r.held_out = true; r.metrics["k_r2_mean"] = 0.91;
+//   contract::write_receipt(out_dir + "/receipt.json", r, force);   // validates first
+// A receipt may say status "validated" only with held-out evaluation (n_comparisons >= 1,
+// next_token_agreement and mean_rel_logit_error) and at least one evidence item; anything
+// less is "research". The schema enforces it, so a careless caller cannot over-claim.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ember::contract {
+
+struct Endpoint {
+  std::string model_identity;      // hex SHA-256 (docs/identity.md)
+  std::string arch;                // llama | qwen2 | qwen3
+  std::string tokenizer_identity;  // hex SHA-256
+  std::string name;                // optional: a file name for humans (not identity)
+};
+
+struct LayerPlan {  // which target layers were reused byte for byte, mapped, recomputed
+  std::vector<int> reused, mapped, recomputed;
+};
+
+struct Calibration {
+  std::string split_hash;  // hex SHA-256 of the frozen calib/eval split manifest
+  int64_t n_calib = 0, n_eval = 0;
+};
+
+struct Evidence {
+  std::string kind;  // held-out-evaluation | parity-gate | replay-gate | study
+  std::string sha256;  // of the evidence artifact (report JSON, receipt)
+  std::string path;    // optional
+  std::string description;
+};
+
+struct BridgeReceipt {
+  Endpoint source, target;
+  std::string kind = "identity";  // identity | ridge | affine | hybrid
+  std::string mapper_hash;        // empty -> null (identity; hybrid without mapped layers)
+  std::optional<double> lambda, anchor_lambda;
+  std::optional<LayerPlan> layers;
+  std::optional<Calibration> calibration;  // required for ridge and affine
+  bool held_out = false;                   // metrics measured on prompts no fit has seen
+  std::optional<int64_t> n_comparisons;
+  // next_token_agreement, mean_rel_logit_error, greedy_agreement, k_r2_mean, v_r2_mean,
+  // k_r2_min, v_r2_min, max_abs_logit_diff (the schema refuses any other name and NaN).
+  std::map<std::string, double> metrics;
+  std::string status = "research";  // research | validated
+  std::vector<Evidence> evidence;
+  std::string created_by;  // e.g. "ember map fit"
+  std::string notes;
+
+  nlohmann::json to_json() const;
+};
+
+// Violations of the bridge-receipt schema, one line each; empty when valid.
+std::vector<std::string> validate_receipt(const nlohmann::json& receipt);
+
+// Validates, then writes pretty JSON atomically (refuses to overwrite without force).
+// Throws Error listing the first violation if the receipt is invalid.
+void write_receipt(const std::string& path, const BridgeReceipt& receipt, bool force);
+void write_contract_json(const std::string& path, const nlohmann::json& doc, bool force);
+
+// Any ember contract document (bridge receipt, translator registry entry, parity receipt,
+// DOMCAP1 pack, tool allowlist), its schema chosen by its "format" field.
+struct DocumentCheck {
+  std::string schema;               // stem of the schema used, e.g. "bridge-receipt"
+  std::vector<std::string> errors;  // empty when valid
+};
+// Throws Error (naming `where`) when the document has no known "format"; returns the
+// schema violations otherwise.
+DocumentCheck validate_document(const nlohmann::json& doc, std::string_view where);
+// Reads FILE strictly (duplicate keys, bad UTF-8 refused) and validates it.
+DocumentCheck validate_file(const std::string& path);
+
+}  // namespace ember::contract
