@@ -1,0 +1,39 @@
+#pragma once
+// Strict, fail-closed import of a snapshot into a target (model + tokenizer + engine).
+//
+// Every coordinate that decides what the cached bits mean is compared exactly, in the order
+// of SnapshotManifest::target_fields(): model identity, architecture, tokenizer identity,
+// geometry, RoPE layout/theta/scaling, Q/K normalization, representation state, numerics
+// contract and engine fingerprint; then the payload hashes of the in-memory cache. The first
+// difference is one Error line: "<where>: <field>: expected <target's>, found <snapshot's>".
+// There is no "close enough" switch, and nothing is decoded before every check has passed.
+#include <string>
+
+#include "kv/snapshot.h"
+#include "model/engine.h"
+
+namespace ember::kv {
+
+// The coordinates a target produces, as a manifest whose model-side fields are filled
+// (prefix, resume and payload are left empty). Lives in target.cpp.
+SnapshotManifest describe_target(const model::Engine& engine, const std::string& tokenizer_identity);
+
+// Throws on the first field of target_fields() that differs.
+void check_compatible(const SnapshotManifest& snapshot, const SnapshotManifest& target,
+                      const std::string& where);
+
+// Recomputes the SHA-256 of the cache's active K and V bytes and compares them with the
+// manifest (catches a cache edited in memory after it was read or sealed).
+void check_payload_hashes(const Snapshot& s, const std::string& where);
+
+// check_compatible + check_payload_hashes, then a copy of the cache with room for
+// `extra_capacity` more positions (cursor at P). The snapshot is left untouched.
+model::KvCache import_checked(const Snapshot& s, const SnapshotManifest& target,
+                              int extra_capacity, const std::string& where);
+
+// The strict import against a live engine (describe_target + import_checked).
+model::KvCache import_for_model(const Snapshot& s, const model::Engine& engine,
+                                const std::string& tokenizer_identity, int extra_capacity,
+                                const std::string& where = "snapshot import");
+
+}  // namespace ember::kv

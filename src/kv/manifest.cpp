@@ -1,0 +1,325 @@
+// The ember.kv-snapshot.v1 manifest: canonical JSON out, strict JSON in, consistency rules.
+#include <cmath>
+#include <cstring>
+
+#include "kv/snapshot.h"
+#include "kv/strict_json.h"
+#include "util/error.h"
+#include "util/sha256.h"
+
+namespace ember::kv {
+namespace {
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+bool is_hex64(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+bool is_printable_ascii(const std::string& s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c > 0x7e) return false;
+  return true;
+}
+
+void require_hex64(const std::string& where, const std::string& field, const std::string& v) {
+  if (!is_hex64(v)) fail_field(where, field, "64 lowercase hex digits (SHA-256)", quote(v));
+}
+
+void require_one_of(const std::string& where, const std::string& field, const std::string& v,
+                    std::initializer_list<const char*> allowed) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (v == a) return;
+    list += (list.empty() ? "" : "|") + std::string(a);
+  }
+  fail_field(where, field, "one of " + list, quote(v));
+}
+
+void require_range(const std::string& where, const std::string& field, int64_t v, int64_t lo,
+                   int64_t hi) {
+  if (v < lo || v > hi)
+    fail_field(where, field, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
+               std::to_string(v));
+}
+
+// The canonical text of an f32 field (the same digits to_json() writes).
+std::string f32_text(float f) { return ordered_json(double(f)).dump(); }
+
+}  // namespace
+
+std::string prefix_hash(const std::vector<int32_t>& tokens) {
+  Sha256 h;
+  for (int32_t t : tokens) {
+    uint8_t b[4];
+    const uint32_t u = uint32_t(t);
+    b[0] = uint8_t(u); b[1] = uint8_t(u >> 8); b[2] = uint8_t(u >> 16); b[3] = uint8_t(u >> 24);
+    h.update(b, 4);
+  }
+  return to_hex(h.finish());
+}
+
+uint64_t SnapshotManifest::payload_bytes() const {
+  // Each factor is range-checked by validate(); the product of the limits fits in 2^56.
+  return uint64_t(2) * uint64_t(std::max(geometry.layers, 0)) * uint64_t(std::max(geometry.kv_heads, 0)) *
+         uint64_t(std::max(geometry.positions, 0)) * uint64_t(std::max(geometry.head_dim, 0));
+}
+
+std::string SnapshotManifest::to_json() const {
+  ordered_json j;
+  j["format"] = format;
+  j["version"] = version;
+  j["producer"] = producer;
+  j["model"] = {{"identity", model.identity},
+                {"architecture", model.architecture},
+                {"vocab_size", model.vocab_size},
+                {"embedding_size", model.embedding_size},
+                {"query_heads", model.query_heads}};
+  j["tokenizer"] = {{"identity", tokenizer.identity}};
+  j["geometry"] = {{"layers", geometry.layers},
+                   {"kv_heads", geometry.kv_heads},
+                   {"head_dim", geometry.head_dim},
+                   {"positions", geometry.positions}};
+  ordered_json scaling = {{"type", rope.scaling_type},
+                          {"factor", double(rope.scaling_factor)},
+                          {"original_context", rope.original_context},
+                          {"low_freq_factor", double(rope.low_freq_factor)},
+                          {"high_freq_factor", double(rope.high_freq_factor)}};
+  j["rope"] = {{"layout", rope.layout}, {"theta", double(rope.theta)}, {"scaling", scaling}};
+  j["attention"] = {{"qk_norm", attention.qk_norm}, {"qkv_bias", attention.qkv_bias}};
+  j["representation"] = {{"dtype", representation.dtype},
+                         {"byte_order", representation.byte_order},
+                         {"layout", representation.layout},
+                         {"keys", representation.keys},
+                         {"values", representation.values}};
+  j["numerics"] = {{"contract", numerics.contract},
+                   {"engine_fingerprint", numerics.engine_fingerprint}};
+  ordered_json toks = ordered_json::array();
+  for (int32_t t : prefix.tokens) toks.push_back(t);
+  j["prefix"] = {{"count", prefix.tokens.size()}, {"sha256", prefix.sha256}, {"tokens", toks}};
+  j["resume"] = {{"token", resume.token}, {"position", resume.position},
+                 {"selection", resume.selection}};
+  auto entry = [](const PayloadEntry& e) {
+    return ordered_json{{"file", e.file}, {"bytes", e.bytes}, {"sha256", e.sha256}};
+  };
+  j["payload"] = {{"keys", entry(keys)}, {"values", entry(values)}};
+  return canonical_json(j);
+}
+
+SnapshotManifest SnapshotManifest::from_json(const std::string& text, const std::string& where) {
+  if (text.size() > kMaxManifestBytes)
+    fail_field(where, "size", "at most " + std::to_string(kMaxManifestBytes) + " bytes",
+               std::to_string(text.size()) + " bytes");
+  const nlohmann::json doc = parse_json_strict(text, where);
+  SnapshotManifest m;
+  StrictObject top(doc, "", where);
+  // format and version first: an unknown version is named as such, not as a missing key.
+  m.format = top.string("format", 64);
+  if (m.format != kSnapshotFormat) fail_field(where, "format", kSnapshotFormat, quote(m.format));
+  m.version = int(top.integer("version", 0, INT32_MAX));
+  if (m.version != kSnapshotVersion)
+    fail_field(where, "version", std::to_string(kSnapshotVersion) + " (this reader)",
+               std::to_string(m.version));
+  m.producer = top.string("producer", 128);
+  {
+    StrictObject o = top.object("model");
+    m.model.identity = o.string("identity", 128);
+    m.model.architecture = o.string("architecture", 64);
+    m.model.vocab_size = int(o.integer("vocab_size", 1, kMaxVocab));
+    m.model.embedding_size = int(o.integer("embedding_size", 1, 1 << 20));
+    m.model.query_heads = int(o.integer("query_heads", 1, kMaxKvHeads * 64));
+    o.done();
+  }
+  {
+    StrictObject o = top.object("tokenizer");
+    m.tokenizer.identity = o.string("identity", 128);
+    o.done();
+  }
+  {
+    StrictObject o = top.object("geometry");
+    m.geometry.layers = int(o.integer("layers", 1, kMaxLayers));
+    m.geometry.kv_heads = int(o.integer("kv_heads", 1, kMaxKvHeads));
+    m.geometry.head_dim = int(o.integer("head_dim", 1, kMaxHeadDim));
+    m.geometry.positions = int(o.integer("positions", 1, kMaxPositions));
+    o.done();
+  }
+  {
+    StrictObject o = top.object("rope");
+    m.rope.layout = o.string("layout", 32);
+    m.rope.theta = o.f32("theta");
+    StrictObject s = o.object("scaling");
+    m.rope.scaling_type = s.string("type", 32);
+    m.rope.scaling_factor = s.f32("factor");
+    m.rope.original_context = int(s.integer("original_context", 0, INT32_MAX));
+    m.rope.low_freq_factor = s.f32("low_freq_factor");
+    m.rope.high_freq_factor = s.f32("high_freq_factor");
+    s.done();
+    o.done();
+  }
+  {
+    StrictObject o = top.object("attention");
+    m.attention.qk_norm = o.string("qk_norm", 64);
+    m.attention.qkv_bias = o.boolean("qkv_bias");
+    o.done();
+  }
+  {
+    StrictObject o = top.object("representation");
+    m.representation.dtype = o.string("dtype", 32);
+    m.representation.byte_order = o.string("byte_order", 32);
+    m.representation.layout = o.string("layout", 64);
+    m.representation.keys = o.string("keys", 64);
+    m.representation.values = o.string("values", 64);
+    o.done();
+  }
+  {
+    StrictObject o = top.object("numerics");
+    m.numerics.contract = o.string("contract", 64);
+    m.numerics.engine_fingerprint = o.string("engine_fingerprint", 4096);
+    o.done();
+  }
+  {
+    StrictObject o = top.object("prefix");
+    const int64_t count = o.integer("count", 1, kMaxPositions);
+    m.prefix.sha256 = o.string("sha256", 128);
+    const nlohmann::json& toks = o.array("tokens");
+    if (int64_t(toks.size()) != count)
+      fail_field(where, "prefix.tokens", std::to_string(count) + " ids (prefix.count)",
+                 std::to_string(toks.size()) + " ids");
+    m.prefix.tokens.reserve(toks.size());
+    for (size_t i = 0; i < toks.size(); ++i) {
+      const auto& t = toks[i];
+      if (!t.is_number_integer() || (!t.is_number_unsigned() && t.get<int64_t>() < 0) ||
+          t.get<uint64_t>() > uint64_t(INT32_MAX))
+        fail_field(where, "prefix.tokens[" + std::to_string(i) + "]", "a token id >= 0", t.dump());
+      m.prefix.tokens.push_back(int32_t(t.get<int64_t>()));
+    }
+    o.done();
+  }
+  {
+    StrictObject o = top.object("resume");
+    m.resume.token = int32_t(o.integer("token", 0, INT32_MAX));
+    m.resume.position = o.integer("position", 0, INT64_MAX);
+    m.resume.selection = o.string("selection", 64);
+    o.done();
+  }
+  {
+    StrictObject o = top.object("payload");
+    auto entry = [&](const std::string& key) {
+      StrictObject e = o.object(key);
+      PayloadEntry p;
+      p.file = e.string("file", 64);
+      p.bytes = e.unsigned_integer("bytes", UINT64_MAX);
+      p.sha256 = e.string("sha256", 128);
+      e.done();
+      return p;
+    };
+    m.keys = entry("keys");
+    m.values = entry("values");
+    o.done();
+  }
+  top.done();
+  m.validate(where);
+  return m;
+}
+
+void SnapshotManifest::validate(const std::string& where) const {
+  if (format != kSnapshotFormat) fail_field(where, "format", kSnapshotFormat, quote(format));
+  if (version != kSnapshotVersion)
+    fail_field(where, "version", std::to_string(kSnapshotVersion), std::to_string(version));
+  if (!is_printable_ascii(producer)) fail_field(where, "producer", "printable ASCII", quote(producer));
+  require_hex64(where, "model.identity", model.identity);
+  require_one_of(where, "model.architecture", model.architecture, {"llama", "qwen2", "qwen3"});
+  require_range(where, "model.vocab_size", model.vocab_size, 1, kMaxVocab);
+  require_range(where, "model.embedding_size", model.embedding_size, 1, 1 << 20);
+  require_hex64(where, "tokenizer.identity", tokenizer.identity);
+  require_range(where, "geometry.layers", geometry.layers, 1, kMaxLayers);
+  require_range(where, "geometry.kv_heads", geometry.kv_heads, 1, kMaxKvHeads);
+  require_range(where, "geometry.head_dim", geometry.head_dim, 1, kMaxHeadDim);
+  require_range(where, "geometry.positions", geometry.positions, 1, kMaxPositions);
+  if (geometry.head_dim % 2 != 0)
+    fail_field(where, "geometry.head_dim", "an even number (RoPE rotates pairs)",
+               std::to_string(geometry.head_dim));
+  if (model.query_heads < geometry.kv_heads || model.query_heads % geometry.kv_heads != 0)
+    fail_field(where, "model.query_heads",
+               "a multiple of geometry.kv_heads (" + std::to_string(geometry.kv_heads) + ")",
+               std::to_string(model.query_heads));
+  require_one_of(where, "rope.layout", rope.layout, {"normal", "neox"});
+  if (!(rope.theta > 0) || !std::isfinite(rope.theta))
+    fail_field(where, "rope.theta", "a finite value > 0", f32_text(rope.theta));
+  require_one_of(where, "rope.scaling.type", rope.scaling_type, {"none", "linear", "llama3"});
+  if (!(rope.scaling_factor > 0) || !std::isfinite(rope.scaling_factor))
+    fail_field(where, "rope.scaling.factor", "a finite value > 0", f32_text(rope.scaling_factor));
+  require_one_of(where, "attention.qk_norm", attention.qk_norm, {kQkNormNone, kQkNormRmsPerHead});
+  require_one_of(where, "representation.dtype", representation.dtype, {"f16"});
+  require_one_of(where, "representation.byte_order", representation.byte_order, {"little-endian"});
+  require_one_of(where, "representation.layout", representation.layout, {"layer,kv_head,position,dim"});
+  require_one_of(where, "representation.keys", representation.keys, {kKeyStatePostRope, kKeyStatePreRope});
+  require_one_of(where, "representation.values", representation.values, {kValueStateProjected});
+  if (numerics.contract.empty() || !is_printable_ascii(numerics.contract))
+    fail_field(where, "numerics.contract", "a non-empty name", quote(numerics.contract));
+  if (numerics.engine_fingerprint.empty() || !is_printable_ascii(numerics.engine_fingerprint))
+    fail_field(where, "numerics.engine_fingerprint", "a non-empty printable string",
+               quote(numerics.engine_fingerprint));
+  // The cursor: P prefix tokens at [0, P), the resume token at P.
+  if (int64_t(prefix.tokens.size()) != geometry.positions)
+    fail_field(where, "prefix.count", std::to_string(geometry.positions) + " (geometry.positions)",
+               std::to_string(prefix.tokens.size()));
+  for (size_t i = 0; i < prefix.tokens.size(); ++i)
+    if (prefix.tokens[i] < 0 || prefix.tokens[i] >= model.vocab_size)
+      fail_field(where, "prefix.tokens[" + std::to_string(i) + "]",
+                 "an id < vocab_size " + std::to_string(model.vocab_size), std::to_string(prefix.tokens[i]));
+  require_hex64(where, "prefix.sha256", prefix.sha256);
+  if (const std::string h = prefix_hash(prefix.tokens); h != prefix.sha256)
+    fail_field(where, "prefix.sha256", h + " (hash of prefix.tokens)", prefix.sha256);
+  if (resume.token < 0 || resume.token >= model.vocab_size)
+    fail_field(where, "resume.token", "an id < vocab_size " + std::to_string(model.vocab_size),
+               std::to_string(resume.token));
+  if (resume.position != geometry.positions)
+    fail_field(where, "resume.position", std::to_string(geometry.positions) + " (geometry.positions)",
+               std::to_string(resume.position));
+  require_one_of(where, "resume.selection", resume.selection, {"greedy-argmax"});
+  const uint64_t want = payload_bytes();
+  auto check_entry = [&](const PayloadEntry& e, const char* key, const char* file) {
+    const std::string f = std::string("payload.") + key;
+    if (e.file != file) fail_field(where, f + ".file", file, quote(e.file));
+    if (e.bytes != want)
+      fail_field(where, f + ".bytes", std::to_string(want) + " (2 * layers * kv_heads * positions * head_dim)",
+                 std::to_string(e.bytes));
+    require_hex64(where, f + ".sha256", e.sha256);
+  };
+  check_entry(keys, "keys", kKeysFile);
+  check_entry(values, "values", kValuesFile);
+}
+
+std::vector<std::pair<std::string, std::string>> SnapshotManifest::target_fields() const {
+  return {
+      {"model.identity", model.identity},
+      {"model.architecture", model.architecture},
+      {"tokenizer.identity", tokenizer.identity},
+      {"model.vocab_size", std::to_string(model.vocab_size)},
+      {"model.embedding_size", std::to_string(model.embedding_size)},
+      {"model.query_heads", std::to_string(model.query_heads)},
+      {"geometry.layers", std::to_string(geometry.layers)},
+      {"geometry.kv_heads", std::to_string(geometry.kv_heads)},
+      {"geometry.head_dim", std::to_string(geometry.head_dim)},
+      {"rope.layout", rope.layout},
+      {"rope.theta", f32_text(rope.theta)},
+      {"rope.scaling.type", rope.scaling_type},
+      {"rope.scaling.factor", f32_text(rope.scaling_factor)},
+      {"rope.scaling.original_context", std::to_string(rope.original_context)},
+      {"rope.scaling.low_freq_factor", f32_text(rope.low_freq_factor)},
+      {"rope.scaling.high_freq_factor", f32_text(rope.high_freq_factor)},
+      {"attention.qk_norm", attention.qk_norm},
+      {"attention.qkv_bias", attention.qkv_bias ? "true" : "false"},
+      {"representation.dtype", representation.dtype},
+      {"representation.keys", representation.keys},
+      {"representation.values", representation.values},
+      {"numerics.contract", numerics.contract},
+      {"numerics.engine_fingerprint", numerics.engine_fingerprint},
+  };
+}
+
+}  // namespace ember::kv

@@ -1,0 +1,20 @@
+#pragma once
+// One loading entry point for a saved native KV state, whatever its container:
+//   - a directory: an ember.kv-snapshot.v1 snapshot (read_snapshot: verified in full);
+//   - a regular file: a KVC1 container (docs/formats/kvc1.md), converted to the same
+//     Snapshot (the KVC1 reader verifies its own hashes and fills the manifest's payload
+//     entries as the snapshot directory would have them, so import checks are identical).
+// `kv replay`, `kv compare` and the mapper call this, never a format reader directly.
+#include <string>
+
+#include "kv/snapshot.h"
+
+namespace ember::kv {
+
+// Error naming the path when it is neither, or when the content is refused.
+Snapshot load_state(const std::string& path);
+
+// What load_state() would dispatch to: "snapshot-dir", "kvc1" or "" (neither).
+std::string state_kind(const std::string& path);
+
+}  // namespace ember::kv

@@ -1,0 +1,66 @@
+#pragma once
+// Hand-built snapshots for the format tests (no model needed).
+#include <cstdint>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "kv/snapshot.h"
+#include "util/f16.h"
+#include "util/sha256.h"
+
+namespace ember::test {
+
+// A sealed snapshot of the given geometry with deterministic pseudo-random f16 contents.
+// The cache has `capacity` >= positions (unused capacity holds a poison pattern that must
+// never reach a payload).
+inline kv::Snapshot make_snapshot(int layers, int kv_heads, int head_dim, int positions,
+                                  uint32_t seed = 1, int capacity = 0) {
+  kv::Snapshot s;
+  kv::SnapshotManifest& m = s.manifest;
+  m.producer = "ember test";
+  m.model.identity = sha256_hex("model-" + std::to_string(seed));
+  m.model.architecture = "qwen2";
+  m.model.vocab_size = 512;
+  m.model.embedding_size = kv_heads * head_dim * 2;
+  m.model.query_heads = kv_heads * 2;
+  m.tokenizer.identity = sha256_hex("tokenizer");
+  m.geometry = {layers, kv_heads, head_dim, positions};
+  m.rope.layout = "neox";
+  m.rope.theta = 1000000.0f;
+  m.attention.qk_norm = kv::kQkNormNone;
+  m.attention.qkv_bias = true;
+  m.numerics.contract = "canonical-v1";
+  m.numerics.engine_fingerprint = "canonical-v1;weights=q8_0;test";
+  std::mt19937 rng(seed);
+  for (int i = 0; i < positions; ++i) m.prefix.tokens.push_back(int32_t(rng() % 512));
+  m.resume.token = int32_t(rng() % 512);
+  m.resume.position = positions;
+  const int cap = capacity > positions ? capacity : positions;
+  s.cache = model::KvCache(layers, kv_heads, head_dim, cap);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& x : s.cache.k) x = 0x7e00;  // NaN poison in unused capacity
+  for (auto& x : s.cache.v) x = 0x7e00;
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < kv_heads; ++h)
+      for (int p = 0; p < positions; ++p)
+        for (int d = 0; d < head_dim; ++d) {
+          s.cache.k_row(l, h, p)[d] = f32_to_f16(nd(rng));
+          s.cache.v_row(l, h, p)[d] = f32_to_f16(nd(rng));
+        }
+  s.cache.n_pos = positions;
+  kv::seal(s);
+  return s;
+}
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline void spit(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+}  // namespace ember::test
