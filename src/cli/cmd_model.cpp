@@ -1,7 +1,155 @@
+// ember model inspect | quantize | synth: thin over src/gguf (summary, convert, synth).
+#include <cstdio>
+#include <iostream>
+
 #include "cli/commands.h"
+#include "gguf/convert.h"
+#include "gguf/gguf_file.h"
+#include "gguf/identity.h"
+#include "gguf/summary.h"
+#include "gguf/synth.h"
+#include "util/error.h"
 
 namespace ember::cli {
+namespace {
 
-void register_model_commands(CLI::App& app) { (void)app; }
+gguf::TensorType parse_target(const std::string& s, bool allow_float) {
+  const auto t = gguf::parse_type_name(s);
+  const bool ok = t && gguf::is_model_target_type(*t) &&
+                  (allow_float || gguf::traits(*t).block_elems > 1);
+  if (!ok)
+    fail_field("--type", "value",
+               allow_float ? "f32, f16, q8_0, q4_0, q4_k or q6_k" : "q8_0, q4_0, q4_k or q6_k",
+               "'" + s + "'");
+  return *t;
+}
+
+void register_inspect(CLI::App& model) {
+  auto* cmd = model.add_subcommand("inspect", "Architecture, geometry, RoPE, tokenizer, tensors "
+                                              "and identity hash of a GGUF model");
+  auto path = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  cmd->add_option("FILE", *path, "GGUF file")->required();
+  cmd->add_flag("--json", *json, "Machine-readable output (fixed key order)");
+  cmd->callback([path, json] {
+    const gguf::GgufFile f = gguf::GgufFile::open(*path);
+    const gguf::ModelSummary s = gguf::summarize(f);
+    if (*json) {
+      std::cout << gguf::summary_json(s).dump(2) << "\n";
+    } else {
+      std::cout << gguf::summary_text(s);
+    }
+  });
+}
+
+void register_quantize(CLI::App& model) {
+  auto* cmd = model.add_subcommand("quantize", "Rewrite a model with its matrices in another "
+                                               "type (norms and 1-D tensors stay F32)");
+  struct Args {
+    std::string in, out, type;
+    bool force = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("IN", a->in, "input GGUF")->required();
+  cmd->add_option("OUT", a->out, "output GGUF")->required();
+  cmd->add_option("--type", a->type, "q8_0 | q4_0 | q4_k | q6_k")->required();
+  cmd->add_flag("--force", a->force, "Overwrite OUT if it exists");
+  cmd->callback([a] {
+    const gguf::TensorType target = parse_target(a->type, false);
+    const gguf::GgufFile in = gguf::GgufFile::open(a->in);
+    const auto report = gguf::convert_model(in, target, a->out, a->force);
+    size_t fell_back = 0;
+    for (const auto& t : report) {
+      if (!t.fell_back) continue;
+      ++fell_back;
+      std::printf("  %s: row length not a multiple of the %s block: stored as %s\n",
+                  t.name.c_str(), gguf::type_name(uint32_t(target)).c_str(),
+                  gguf::type_name(uint32_t(t.to)).c_str());
+    }
+    const gguf::GgufFile out = gguf::GgufFile::open(a->out);
+    std::printf("wrote %s: %zu tensors as %s (%zu fell back), %llu bytes, identity %s\n",
+                a->out.c_str(), report.size(), gguf::type_name(uint32_t(target)).c_str(),
+                fell_back, (unsigned long long)out.file_size(),
+                gguf::model_identity(out).hex().c_str());
+  });
+}
+
+void register_synth(CLI::App& model) {
+  auto* cmd = model.add_subcommand("synth", "Write a deterministic random-weight model with a "
+                                            "built-in byte-level tokenizer");
+  struct Args {
+    gguf::SynthSpec spec;
+    std::string preset, type = "f32", out;
+    bool force = false;
+  };
+  auto a = std::make_shared<Args>();
+  gguf::SynthSpec& s = a->spec;
+  cmd->add_option("--preset", a->preset, "qwen2.5-0.5b | qwen2.5-1.5b | llama-3.2-1b | "
+                                          "qwen3-0.6b (other flags override it)");
+  auto* arch = cmd->add_option("--arch", s.arch, "llama | qwen2 | qwen3");
+  auto* layers = cmd->add_option("--layers", s.layers, "transformer blocks");
+  auto* hidden = cmd->add_option("--hidden", s.hidden, "embedding size");
+  auto* heads = cmd->add_option("--heads", s.heads, "query heads");
+  auto* kv = cmd->add_option("--kv-heads", s.kv_heads, "key/value heads");
+  auto* hd = cmd->add_option("--head-dim", s.head_dim, "per-head size (default hidden/heads)");
+  auto* ffn = cmd->add_option("--ffn", s.ffn, "SwiGLU inner size");
+  auto* vocab = cmd->add_option("--vocab", s.vocab, "vocabulary size (>= 258)");
+  auto* ctx = cmd->add_option("--context", s.context, "context_length metadata (default 4096)");
+  auto* theta = cmd->add_option("--rope-theta", s.rope_theta, "RoPE base (default per arch)");
+  auto* bias = cmd->add_flag("--qkv-bias", s.qkv_bias, "Q/K/V biases (qwen2)");
+  auto* qkn = cmd->add_flag("--qk-norm", s.qk_norm, "per-head Q/K RMSNorm (qwen3)");
+  auto* tied = cmd->add_flag("--tied", s.tied, "no output.weight: the LM head is token_embd");
+  cmd->add_option("--type", a->type, "f32 | f16 | q8_0 | q4_0 | q4_k | q6_k (matrices)");
+  cmd->add_option("--seed", s.seed, "random seed")->required();
+  cmd->add_option("-o,--output", a->out, "output GGUF")->required();
+  cmd->add_flag("--force", a->force, "Overwrite the output if it exists");
+  cmd->callback([=] {
+    gguf::SynthSpec spec = a->spec;
+    if (!a->preset.empty()) {
+      // Start from the preset; flags given explicitly override its values.
+      gguf::SynthSpec p = gguf::synth_preset(a->preset);
+      if (arch->count()) p.arch = spec.arch;
+      if (layers->count()) p.layers = spec.layers;
+      if (hidden->count()) p.hidden = spec.hidden;
+      if (heads->count()) p.heads = spec.heads;
+      if (kv->count()) p.kv_heads = spec.kv_heads;
+      if (hd->count()) p.head_dim = spec.head_dim;
+      if (ffn->count()) p.ffn = spec.ffn;
+      if (vocab->count()) p.vocab = spec.vocab;
+      if (ctx->count()) p.context = spec.context;
+      if (theta->count()) p.rope_theta = spec.rope_theta;
+      if (bias->count()) p.qkv_bias = true;
+      if (qkn->count()) p.qk_norm = true;
+      if (tied->count()) p.tied = true;
+      p.seed = spec.seed;
+      spec = p;
+    } else {
+      for (auto* o : {arch, layers, hidden, heads, kv, ffn, vocab})
+        if (!o->count())
+          fail_field("synth", o->get_name(), "a value (or --preset)", "nothing");
+    }
+    spec.type = parse_target(a->type, true);
+    std::vector<gguf::SynthTensorNote> fallbacks;
+    const gguf::GgufWriter w = gguf::synth_model(spec, &fallbacks);
+    for (const auto& f : fallbacks)
+      std::printf("  %s: row length not a multiple of the %s block: stored as %s\n",
+                  f.name.c_str(), a->type.c_str(), gguf::type_name(uint32_t(f.type)).c_str());
+    w.write_file(a->out, a->force);
+    const gguf::GgufFile out = gguf::GgufFile::open(a->out);
+    std::printf("wrote %s: %zu tensors, %llu bytes, identity %s\n", a->out.c_str(),
+                out.tensors().size(), (unsigned long long)out.file_size(),
+                gguf::model_identity(out).hex().c_str());
+  });
+}
+
+}  // namespace
+
+void register_model_commands(CLI::App& app) {
+  CLI::App* model = app.add_subcommand("model", "GGUF models: inspect, quantize, synthesize");
+  model->require_subcommand(1);
+  register_inspect(*model);
+  register_quantize(*model);
+  register_synth(*model);
+}
 
 }  // namespace ember::cli

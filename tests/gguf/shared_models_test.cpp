@@ -2,9 +2,12 @@
 // and tensor types are what models/README.md says.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 
+#include "gguf/dequantize.h"
 #include "gguf/gguf_file.h"
 #include "support/test_support.h"
 
@@ -77,6 +80,31 @@ TEST(SharedModels, ParseWithTheReadmeGeometry) {
       }
     }
     EXPECT_EQ(types, g.types);
+  }
+}
+
+TEST(SharedModels, EveryTensorDequantizes) {
+  // Per-type accuracy against the F32 originals is tested with the kernels (quantize tests);
+  // here: every tensor of every file decodes to the right number of finite values, and the
+  // F32 tensors decode to exactly their bytes.
+  for (const Geometry& g : kModels) {
+    SCOPED_TRACE(g.file);
+    const GgufFile f = GgufFile::open(test::shared_path(g.file));
+    for (const TensorInfo& t : f.tensors()) {
+      const std::vector<float> v = dequantize_tensor(t);
+      ASSERT_EQ(v.size(), t.n_elements()) << t.name;
+      size_t finite = 0;
+      double sum_sq = 0;
+      for (float x : v) {
+        finite += std::isfinite(x);
+        sum_sq += double(x) * x;
+      }
+      EXPECT_EQ(finite, v.size()) << t.name;
+      EXPECT_GT(sum_sq, 0.0) << t.name;  // no tensor in these models is all zeros
+      if (t.type == TensorType::F32) {
+        EXPECT_EQ(std::memcmp(v.data(), t.data, t.n_bytes), 0) << t.name;
+      }
+    }
   }
 }
 

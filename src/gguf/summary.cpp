@@ -1,0 +1,153 @@
+#include "gguf/summary.h"
+
+#include <cstdio>
+#include <map>
+
+#include "gguf/identity.h"
+
+namespace ember::gguf {
+
+ModelSummary summarize(const GgufFile& f) {
+  ModelSummary s;
+  s.file = f.path();
+  s.gguf_version = f.version();
+  s.file_size = f.file_size();
+  s.alignment = f.alignment();
+  s.architecture = f.get_string_or("general.architecture", "");
+  s.name = f.get_string_or("general.name", "");
+  const std::string a = s.architecture + ".";
+  s.layers = f.get_int_or(a + "block_count", 0);
+  s.hidden = f.get_int_or(a + "embedding_length", 0);
+  s.heads = f.get_int_or(a + "attention.head_count", 0);
+  s.kv_heads = f.get_int_or(a + "attention.head_count_kv", s.heads);
+  s.head_dim = f.get_int_or(a + "attention.key_length", s.heads ? s.hidden / s.heads : 0);
+  s.ffn = f.get_int_or(a + "feed_forward_length", 0);
+  s.context = f.get_int_or(a + "context_length", 0);
+  if (const TensorInfo* e = f.find_tensor("token_embd.weight"); e && e->shape.size() == 2) {
+    s.vocab = int64_t(e->shape[1]);
+  } else {
+    s.vocab = f.get_int_or(a + "vocab_size", 0);
+  }
+  s.rope_theta = f.get_float_or(a + "rope.freq_base", 10000.0);
+  s.rope_dimensions = f.get_int_or(a + "rope.dimension_count", s.head_dim);
+  if (s.architecture == "llama") {
+    s.rope_layout = "normal";
+  } else if (s.architecture == "qwen2" || s.architecture == "qwen3") {
+    s.rope_layout = "neox";
+  } else {
+    s.rope_layout = "unknown";
+  }
+  if (f.has(a + "rope.scaling.type")) {
+    s.rope_scaling = f.get_string(a + "rope.scaling.type");
+    s.rope_scaling_factor = f.get_float_or(a + "rope.scaling.factor", 1.0);
+  } else if (f.has("ember.rope.scaling.type")) {
+    s.rope_scaling = f.get_string("ember.rope.scaling.type");
+    s.rope_scaling_factor = f.get_float_or("ember.rope.scaling.factor", 1.0);
+  } else if (f.find_tensor("rope_freqs.weight")) {
+    s.rope_scaling = "rope_freqs";
+  } else {
+    s.rope_scaling = "none";
+  }
+  s.rms_eps = f.get_float_or(a + "attention.layer_norm_rms_epsilon", 0.0);
+  s.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  s.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  s.tied_output = f.find_tensor("output.weight") == nullptr;
+  s.tokenizer_model = f.get_string_or("tokenizer.ggml.model", "");
+  s.tokenizer_pre = f.get_string_or("tokenizer.ggml.pre", "");
+  if (const Value* t = f.find("tokenizer.ggml.tokens"); t && t->type == ValueType::ARRAY)
+    s.tokenizer_size = int64_t(t->array.size());
+  s.bos = f.get_int_or("tokenizer.ggml.bos_token_id", -1);
+  s.eos = f.get_int_or("tokenizer.ggml.eos_token_id", -1);
+  s.file_type = f.get_int_or("general.file_type", -1);
+  for (const TensorInfo& t : f.tensors()) {
+    s.tensors.push_back({t.name, type_name(uint32_t(t.type)), t.shape, t.n_bytes});
+    s.tensor_bytes += t.n_bytes;
+  }
+  s.identity = model_identity(f).hex();
+  return s;
+}
+
+nlohmann::ordered_json summary_json(const ModelSummary& s) {
+  nlohmann::ordered_json j;
+  j["file"] = s.file;
+  j["identity"] = s.identity;
+  j["gguf_version"] = s.gguf_version;
+  j["file_size"] = s.file_size;
+  j["alignment"] = s.alignment;
+  j["architecture"] = s.architecture;
+  j["name"] = s.name;
+  j["geometry"] = {{"layers", s.layers},     {"hidden", s.hidden}, {"heads", s.heads},
+                   {"kv_heads", s.kv_heads}, {"head_dim", s.head_dim}, {"ffn", s.ffn},
+                   {"vocab", s.vocab},       {"context", s.context}};
+  j["rope"] = {{"theta", s.rope_theta},
+               {"dimensions", s.rope_dimensions},
+               {"layout", s.rope_layout},
+               {"scaling", s.rope_scaling},
+               {"scaling_factor", s.rope_scaling_factor}};
+  j["rms_eps"] = s.rms_eps;
+  j["qkv_bias"] = s.qkv_bias;
+  j["qk_norm"] = s.qk_norm;
+  j["tied_output"] = s.tied_output;
+  j["tokenizer"] = {{"model", s.tokenizer_model},
+                    {"pre", s.tokenizer_pre},
+                    {"size", s.tokenizer_size},
+                    {"bos", s.bos},
+                    {"eos", s.eos}};
+  j["file_type"] = s.file_type;
+  j["tensor_bytes"] = s.tensor_bytes;
+  nlohmann::ordered_json ts = nlohmann::ordered_json::array();
+  for (const auto& t : s.tensors)
+    ts.push_back({{"name", t.name}, {"type", t.type}, {"shape", t.shape}, {"bytes", t.bytes}});
+  j["tensors"] = ts;
+  return j;
+}
+
+std::string summary_text(const ModelSummary& s, bool with_tensors) {
+  std::string out;
+  char buf[512];
+  auto line = [&](const char* fmt, auto... args) {
+    std::snprintf(buf, sizeof buf, fmt, args...);
+    out += buf;
+    out += '\n';
+  };
+  line("file:         %s (GGUF v%u, %llu bytes)", s.file.c_str(), s.gguf_version,
+       (unsigned long long)s.file_size);
+  line("identity:     %s", s.identity.c_str());
+  line("architecture: %s (%s)", s.architecture.c_str(), s.name.c_str());
+  line("geometry:     %lld layers, hidden %lld, %lld heads, %lld kv heads, head dim %lld, "
+       "ffn %lld, vocab %lld, context %lld",
+       (long long)s.layers, (long long)s.hidden, (long long)s.heads, (long long)s.kv_heads,
+       (long long)s.head_dim, (long long)s.ffn, (long long)s.vocab, (long long)s.context);
+  line("rope:         theta %g, %lld dims, layout %s, scaling %s (factor %g)", s.rope_theta,
+       (long long)s.rope_dimensions, s.rope_layout.c_str(), s.rope_scaling.c_str(),
+       s.rope_scaling_factor);
+  line("norm:         rms eps %g; qkv bias %s, qk norm %s, output %s", s.rms_eps,
+       s.qkv_bias ? "yes" : "no", s.qk_norm ? "yes" : "no",
+       s.tied_output ? "tied to token_embd" : "separate");
+  line("tokenizer:    %s (pre %s), %lld tokens, bos %lld, eos %lld",
+       s.tokenizer_model.empty() ? "none" : s.tokenizer_model.c_str(),
+       s.tokenizer_pre.empty() ? "-" : s.tokenizer_pre.c_str(), (long long)s.tokenizer_size,
+       (long long)s.bos, (long long)s.eos);
+  std::map<std::string, int> counts;
+  for (const auto& t : s.tensors) counts[t.type]++;
+  std::string types;
+  for (const auto& [k, v] : counts) types += (types.empty() ? "" : ", ") + k + " " + std::to_string(v);
+  line("tensors:      %zu, %llu bytes (%s)", s.tensors.size(),
+       (unsigned long long)s.tensor_bytes, types.c_str());
+  if (with_tensors) {
+    size_t w = 4;
+    for (const auto& t : s.tensors) w = std::max(w, t.name.size());
+    line("  %-*s  %-6s  %-22s  %s", int(w), "name", "type", "shape", "bytes");
+    for (const auto& t : s.tensors) {
+      std::string shape = "[";
+      for (size_t i = 0; i < t.shape.size(); ++i)
+        shape += (i ? ", " : "") + std::to_string(t.shape[i]);
+      shape += "]";
+      line("  %-*s  %-6s  %-22s  %llu", int(w), t.name.c_str(), t.type.c_str(), shape.c_str(),
+           (unsigned long long)t.bytes);
+    }
+  }
+  return out;
+}
+
+}  // namespace ember::gguf

@@ -1,0 +1,50 @@
+#pragma once
+// Synthetic models: deterministic random weights of a given geometry, written exactly as
+// llama.cpp's converter writes that architecture (tensor names, metadata keys), with a
+// built-in byte-level tokenizer, so tests and demos never need a download.
+// Format and scales: docs/formats/gguf.md, "ember synthetic models".
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gguf/types.h"
+#include "gguf/writer.h"
+
+namespace ember::gguf {
+
+struct SynthSpec {
+  std::string arch = "llama";  // llama | qwen2 | qwen3
+  std::string name;            // general.name; "" -> "ember-synth-<arch>-s<seed>"
+  int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0;
+  int64_t head_dim = 0;        // 0 -> hidden / heads
+  int64_t ffn = 0, vocab = 0;
+  int64_t context = 0;         // <arch>.context_length; 0 -> 4096
+  double rope_theta = 0;       // 0 -> 10000 (llama), 1e6 (qwen2, qwen3)
+  double rms_eps = 0;          // 0 -> 1e-5 (llama), 1e-6 (qwen2, qwen3)
+  bool qkv_bias = false, qk_norm = false, tied = false;
+  // llama3 RoPE frequency scaling (Llama 3.1/3.2): written as the rope_freqs.weight tensor,
+  // as llama.cpp's converter does, plus ember.rope.scaling.* keys recording the parameters.
+  bool rope_llama3 = false;
+  double rope_factor = 1, rope_low_freq = 1, rope_high_freq = 4;
+  int64_t rope_original_context = 0;
+  TensorType type = TensorType::F32;
+  uint64_t seed = 0;
+};
+
+// The real geometries: qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b, qwen3-0.6b (Error otherwise).
+SynthSpec synth_preset(const std::string& name);
+std::vector<std::string> synth_preset_names();
+
+// Fills defaults and checks the geometry; Error naming the flag on anything inconsistent.
+SynthSpec resolve_synth_spec(SynthSpec spec);
+
+struct SynthTensorNote {  // a matrix stored in another type than asked (row length)
+  std::string name;
+  TensorType type;
+};
+
+// A writer holding the whole model; tensor bytes are generated while writing (streaming).
+// `fallbacks` (optional) receives the matrices whose type fell back.
+GgufWriter synth_model(const SynthSpec& spec, std::vector<SynthTensorNote>* fallbacks = nullptr);
+
+}  // namespace ember::gguf
