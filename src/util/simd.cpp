@@ -1,5 +1,7 @@
 #include "util/simd.h"
 
+#include <cpuid.h>
+
 #include <atomic>
 #include <cstdlib>
 
@@ -8,7 +10,13 @@
 namespace ember {
 namespace {
 std::atomic<int> g_override{-1};
+
+// clang 14's __builtin_cpu_supports does not know "f16c": read CPUID leaf 1, ECX bit 29.
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
 }
+}  // namespace
 
 const char* simd_name(SimdLevel level) {
   switch (level) {
@@ -25,7 +33,7 @@ SimdLevel detect_simd() {
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
     return SimdLevel::avx512;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c"))
+      cpu_has_f16c())
     return SimdLevel::avx2;
   return SimdLevel::scalar;
 }
