@@ -1,0 +1,151 @@
+// snapshot -> KVC1 -> snapshot is byte-identical; a KVC1 loads as the same Snapshot; the
+// state-level rejections (mapped artifact, state hash, manifest rules) are named.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "kv/kv_test_util.h"
+#include "kv/kvc1_snapshot.h"
+#include "kv/state_loader.h"
+#include "support/test_support.h"
+#include "util/atomic_file.h"
+
+namespace ember::kv {
+namespace {
+
+using nlohmann::json;
+
+std::string file(const std::string& dir, const char* name) { return test::slurp(dir + "/" + name); }
+
+// Rewrites the trailer so that only the edited field can be what the reader refuses.
+void fix_trailer(std::string& b) {
+  const std::string h = sha256_hex(b.data(), b.size() - 32);
+  for (size_t i = 0; i < 32; ++i) b[b.size() - 32 + i] = char(std::stoi(h.substr(2 * i, 2), nullptr, 16));
+}
+
+Kvc1Reject reject_code(const std::string& path) {
+  try {
+    read_kvc1_snapshot(path);
+  } catch (const Kvc1Error& e) {
+    return e.code();
+  }
+  ADD_FAILURE() << path << " accepted";
+  return Kvc1Reject::truncated;
+}
+
+TEST(Kvc1Snapshot, SnapshotToKvc1ToSnapshotIsByteIdentical) {
+  const std::string dir = test::temp_dir("kvc1snap");
+  const Snapshot s = test::make_snapshot(3, 2, 8, 7, /*seed=*/5, /*capacity=*/11);
+  write_snapshot(s, dir + "/a", false);
+  pack_snapshot_dir(dir + "/a", dir + "/a.kvc", false);
+  unpack_kvc1(dir + "/a.kvc", dir + "/b", false);
+  for (const char* f : {kManifestFile, kKeysFile, kValuesFile})
+    EXPECT_EQ(file(dir + "/a", f), file(dir + "/b", f)) << f;
+  // From memory (capacity > positions) gives the same container bytes as from the directory.
+  write_snapshot_kvc1(s, dir + "/m.kvc", false);
+  EXPECT_EQ(test::slurp(dir + "/a.kvc"), test::slurp(dir + "/m.kvc"));
+  // And packing the unpacked snapshot again reproduces the container.
+  pack_snapshot_dir(dir + "/b", dir + "/b.kvc", false);
+  EXPECT_EQ(test::slurp(dir + "/a.kvc"), test::slurp(dir + "/b.kvc"));
+  EXPECT_THROW(pack_snapshot_dir(dir + "/a", dir + "/a.kvc", false), Error);  // no --force
+}
+
+TEST(Kvc1Snapshot, LoadStateAcceptsAKvc1LikeADirectory) {
+  const std::string dir = test::temp_dir("kvc1snap");
+  const Snapshot s = test::make_snapshot(2, 2, 4, 5);
+  write_snapshot(s, dir + "/a", false);
+  write_snapshot_kvc1(s, dir + "/a.kvc", false);
+  const Snapshot from_dir = load_state(dir + "/a");
+  const Snapshot from_kvc = load_state(dir + "/a.kvc");
+  EXPECT_EQ(from_kvc.manifest.to_json(), from_dir.manifest.to_json());
+  EXPECT_EQ(from_kvc.cache.k, from_dir.cache.k);
+  EXPECT_EQ(from_kvc.cache.v, from_dir.cache.v);
+  EXPECT_EQ(from_kvc.cache.n_pos, 5);
+}
+
+TEST(Kvc1Snapshot, CorruptSnapshotIsNotPacked) {
+  const std::string dir = test::temp_dir("kvc1snap");
+  write_snapshot(test::make_snapshot(2, 2, 4, 5), dir + "/a", false);
+  std::string keys = file(dir + "/a", kKeysFile);
+  keys[17] ^= 4;
+  test::spit(dir + "/a/" + kKeysFile, keys);
+  EXPECT_THROW(pack_snapshot_dir(dir + "/a", dir + "/a.kvc", false), Error);
+  EXPECT_FALSE(path_exists(dir + "/a.kvc"));
+}
+
+TEST(Kvc1Snapshot, StateLevelRejectionsAreNamed) {
+  const std::string dir = test::temp_dir("kvc1snap");
+  const Snapshot s = test::make_snapshot(2, 2, 4, 5);
+  write_snapshot_kvc1(s, dir + "/a.kvc", false);
+  const std::string ok = test::slurp(dir + "/a.kvc");
+  auto edited = [&](const std::string& from, const std::string& to, const char* name) {
+    std::string b = ok;
+    const size_t at = b.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    EXPECT_EQ(from.size(), to.size());
+    b.replace(at, from.size(), to);
+    fix_trailer(b);
+    const std::string p = dir + "/" + name;
+    test::spit(p, b);
+    return p;
+  };
+  // The keys hash in the state no longer matches the K payloads.
+  const std::string kh = s.manifest.keys.sha256;
+  std::string other = kh;
+  other[0] = other[0] == '0' ? '1' : '0';
+  EXPECT_EQ(reject_code(edited(kh, other, "h.kvc")), Kvc1Reject::state_hash_mismatch);
+  // A manifest rule (an unknown architecture) inside an otherwise valid container.
+  EXPECT_EQ(reject_code(edited("\"architecture\":\"qwen2\"", "\"architecture\":\"qwen9\"", "a.kvc")),
+            Kvc1Reject::bad_header);
+  // Without fixing the trailer, the same edit is a trailer mismatch (checked first).
+  std::string b = ok;
+  b[b.find("\"qwen2\"") + 5] = '9';
+  test::spit(dir + "/t.kvc", b);
+  EXPECT_EQ(reject_code(dir + "/t.kvc"), Kvc1Reject::trailer_hash_mismatch);
+}
+
+TEST(Kvc1Snapshot, MappedContainerIsNeverANativeSnapshot) {
+  const std::string dir = test::temp_dir("kvc1snap");
+  const Snapshot s = test::make_snapshot(2, 2, 4, 5);
+  json h = kvc1_native_header(s.manifest);
+  h["artifact"] = {{"kind", "mapped"}, {"mapper_hash", std::string(64, 'a')},
+                   {"source", {{"model_identity", std::string(64, 'b')}, {"prefix_sha256", s.manifest.prefix.sha256}}}};
+  std::vector<Kvc1TensorSource> src;
+  const size_t per_layer = size_t(2) * 5 * 4;
+  for (uint32_t i = 0; i < 4; ++i) {
+    Kvc1TensorSource t;
+    t.layer = i / 2;
+    t.is_value = i % 2;
+    t.shape[0] = 2; t.shape[1] = 5; t.shape[2] = 4;
+    const uint16_t* p = (i % 2 ? s.cache.v.data() : s.cache.k.data()) + per_layer * (i / 2);
+    t.emit = [p, per_layer](ByteSink& out) { out.write(p, per_layer * 2); };
+    src.push_back(t);
+  }
+  write_kvc1_file(dir + "/m.kvc", h, src, false);
+  EXPECT_EQ(Kvc1File::open(dir + "/m.kvc").artifact_kind(), "mapped");
+  EXPECT_EQ(reject_code(dir + "/m.kvc"), Kvc1Reject::bad_header);
+  EXPECT_THROW(load_state(dir + "/m.kvc"), Error);
+  EXPECT_THROW(unpack_kvc1(dir + "/m.kvc", dir + "/out", false), Error);
+  EXPECT_FALSE(path_exists(dir + "/out"));
+}
+
+TEST(Kvc1Snapshot, CliVerifyInspectAndExitCodes) {
+  const std::string dir = test::temp_dir("kvc1cli");
+  write_snapshot(test::make_snapshot(2, 2, 4, 5), dir + "/a", false);
+  const std::string ember = test::ember_binary();
+  std::string out;
+  ASSERT_EQ(test::run_command(ember + " kvc pack " + dir + "/a " + dir + "/a.kvc", &out), 0) << out;
+  ASSERT_EQ(test::run_command(ember + " kvc verify " + dir + "/a.kvc", &out), 0) << out;
+  ASSERT_EQ(test::run_command(ember + " kvc inspect " + dir + "/a.kvc --json", &out), 0) << out;
+  EXPECT_NE(out.find("\"tensors\""), std::string::npos);
+  std::string b = test::slurp(dir + "/a.kvc");
+  b.push_back('\0');
+  test::spit(dir + "/bad.kvc", b);
+  EXPECT_EQ(test::run_command(ember + " kvc verify " + dir + "/bad.kvc", &out), 1) << out;
+  EXPECT_NE(out.find("[trailing-bytes]"), std::string::npos) << out;
+  ASSERT_EQ(test::run_command(ember + " kvc unpack " + dir + "/a.kvc " + dir + "/b", &out), 0) << out;
+  EXPECT_EQ(file(dir + "/a", kKeysFile), file(dir + "/b", kKeysFile));
+}
+
+}  // namespace
+}  // namespace ember::kv
