@@ -7,6 +7,7 @@
 #include "kv/kvc1.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
+#include "util/json_strict.h"
 
 namespace ember::kv {
 namespace {
