@@ -9,8 +9,6 @@ schemas/parity-receipt.schema.json; a deliberately wrong key permutation must FA
 import hashlib
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
 
