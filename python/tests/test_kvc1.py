@@ -10,6 +10,7 @@ import numpy as np
 
 from ember_kv import kvc1
 from ember_kv.kvc1 import KVC1Error, parse_kvc1, read_kvc1, write_kvc1
+from tests.support import SOURCE_DIR, run_ember
 
 LAYERS, HEADS, POS, DIM = 2, 2, 5, 8
 
@@ -113,6 +114,23 @@ class Kvc1Test(unittest.TestCase):
         self.assertEqual(read_kvc1(p).artifact_kind, "mapped")
         with self.assertRaises(KVC1Error):
             write_kvc1(os.path.join(self.dir.name, "n.kvc"), header(artifact={"kind": "mapped"}), self.data)
+
+    def test_ember_reads_what_python_writes(self):
+        """The C++ reader accepts the Python writer's container, and names the same rule for
+        the same edit."""
+        self.assertEqual(run_ember("kvc", "inspect", self.path, "--json").returncode, 0)
+        for seed in sorted(os.listdir(os.path.join(SOURCE_DIR, "fuzz", "corpus", "kvc1"))):
+            p = os.path.join(SOURCE_DIR, "fuzz", "corpus", "kvc1", seed)
+            read_kvc1(p)
+            self.assertEqual(run_ember("kvc", "inspect", p).returncode, 0, seed)
+        off0 = struct.unpack_from("<Q", self.ok, self.entry(0) + 32)[0]
+        b = bytearray(self.ok)
+        b[off0] ^= 1
+        bad = os.path.join(self.dir.name, "bad.kvc")
+        open(bad, "wb").write(b)
+        proc = run_ember("kvc", "verify", bad, check=False)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("[tensor-hash-mismatch]", proc.stderr)
 
     def test_layout_matches_docs(self):
         offsets, length = kvc1.layout(100, [160, 160])

@@ -85,7 +85,10 @@ bool is_hex64(const json& j) {
 
 uint64_t geometry_field(const json& geo, const char* key, uint64_t lo, uint64_t hi, const std::string& where) {
   const std::string field = std::string("state.geometry.") + key;
-  if (!geo.contains(key) || !geo[key].is_number_unsigned())
+  // A parsed header holds non-negative integers as unsigned; one built in memory may hold
+  // them as signed: accept both, refuse negatives and non-integers.
+  if (!geo.contains(key) || !geo[key].is_number_integer() ||
+      (!geo[key].is_number_unsigned() && geo[key].get<int64_t>() < 0))
     reject(Kvc1Reject::bad_header, where, field, "an unsigned integer",
            geo.contains(key) ? geo[key].dump() : "no field");
   const uint64_t v = geo[key].get<uint64_t>();

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "kv/kvc1_snapshot.h"
 #include "util/error.h"
 
 namespace ember::kv {
@@ -26,9 +27,7 @@ Snapshot load_state(const std::string& path) {
   const std::string kind = state_kind(path);
   if (kind == "snapshot-dir") return read_snapshot(path);
   if (kind == "kvc1") {
-    // KVC1 hook: the container module replaces this line with its reader
-    // (e.g. `return read_kvc1_snapshot(path);`).
-    fail_field(path, "state", "a snapshot directory (KVC1 support is not built in yet)", "a KVC1 file");
+    return read_kvc1_snapshot(path);  // every KVC1 check, native only (docs/formats/kvc1.md)
   }
   fail_field(path, "state", "a snapshot directory or a KVC1 file", "neither (missing or unknown)");
 }
