@@ -201,3 +201,27 @@ TEST(PackInject, BriefingPrecedesPrompt) {
 
 }  // namespace
 }  // namespace ember::contract
+
+namespace ember::contract {
+namespace {
+
+TEST(PackCli, CountsBriefingTokensWithTheModelTokenizer) {
+  const std::string ember = test::ember_binary();
+  const std::string pack = kExamples + "/domcap1.valid.analytics-hotshot.json";
+  const std::string allow = kExamples + "/tool-allowlist.valid.host.json";
+  const std::string model = test::shared_path("models/stories260K.gguf");
+  std::string out;
+  ASSERT_EQ(test::run_command(ember + " pack validate " + pack + " --allow " + allow + " --model " + model + " --json", &out), 0) << out;
+  const json j = json::parse(out.substr(out.find('{')));
+  ASSERT_TRUE(j["briefing_tokens"].is_number_integer()) << out;
+  const int tokens = j["briefing_tokens"].get<int>();
+  EXPECT_GT(tokens, 40);
+  EXPECT_LT(tokens, int(j["briefing_chars"].get<size_t>()));
+  ASSERT_EQ(test::run_command(ember + " pack validate " + pack + " --allow " + allow + " --model " + model + " --max-tokens 10", &out), 1) << out;
+  EXPECT_NE(out.find("briefing-too-many-tokens"), std::string::npos) << out;
+  ASSERT_EQ(test::run_command(ember + " pack validate " + kExamples + "/domcap1.invalid.unknown-field.json --allow " + allow, &out), 1) << out;
+  EXPECT_NE(out.find("unknown field \"credentials\""), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace ember::contract
