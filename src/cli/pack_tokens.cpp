@@ -1,6 +1,8 @@
 // The token counter `ember pack validate` and `ember run --pack` use for briefing costs.
 #include "cli/pack_tokens.h"
 
+#include <cstdio>
+
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -20,6 +22,23 @@ std::unique_ptr<contract::TokenCounter> make_token_counter(const std::string& mo
   // control token written in a pack is text, never a special token.
   return std::make_unique<contract::TokenCounter>(
       [tk](std::string_view text) { return tk->encode(text, false, false).size(); });
+}
+
+std::string apply_pack(const std::string& pack_path, const std::string& allow_path,
+                       const tok::Tokenizer& tokenizer, const std::string& prompt) {
+  if (allow_path.empty())
+    fail_field("--pack", "--allow", "the host's tool allowlist (a pack never brings its own tools)", "none");
+  const contract::TokenCounter count = [&tokenizer](std::string_view text) {
+    return tokenizer.encode(text, false, false).size();
+  };
+  const contract::PackReport r = contract::load_validated_pack(
+      pack_path, contract::ToolAllowlist::load(allow_path), contract::PackLimits{}, &count);
+  std::string tools;
+  for (const auto& t : r.tools) tools += (tools.empty() ? "" : ", ") + t;
+  std::fprintf(stderr, "ember: capability pack %s: briefing %zu characters, %zu tokens; tools: %s\n",
+               r.pack["id"].get<std::string>().c_str(), r.briefing_chars, *r.briefing_tokens,
+               tools.empty() ? "none" : tools.c_str());
+  return contract::inject_briefing(r.briefing, prompt);
 }
 
 }  // namespace ember::cli
