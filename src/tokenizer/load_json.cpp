@@ -189,7 +189,8 @@ TokenizerSpec spec_from_json_file(const std::string& path) {
   size_t n = 0;
   const auto place = [&](int64_t id, const std::string& content, const std::string& field) {
     if (id < 0 || static_cast<size_t>(id) >= limit)
-      fail_field(path, field, "an id in 0.." + std::to_string(limit - 1), std::to_string(id));
+      fail_field(path, field, "an id in 0.." + std::to_string(limit - 1) + " (ids are dense over the " +
+                 std::to_string(limit) + " vocab and added entries)", std::to_string(id));
     const auto i = static_cast<size_t>(id);
     if (seen[i] && spec.tokens[i] != content)
       fail_field(path, field, "id " + std::to_string(id) + " used once", "\"" + spec.tokens[i] + "\" and \"" + content + "\"");
