@@ -25,8 +25,7 @@ std::string brief(const json& j) {
   return s;
 }
 
-json parse_json_file(const std::string& path) {
-  const std::string text = read_file(path, size_t(1) << 30);
+json parse_json_text(std::string_view text, const std::string& path) {
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
@@ -158,7 +157,17 @@ std::optional<std::string> read_post_processor(const std::string& path, const js
 }  // namespace
 
 TokenizerSpec spec_from_json_file(const std::string& path) {
-  const json doc = parse_json_file(path);
+  const std::string text = read_file(path, size_t(1) << 30);
+  const std::string cfg_path = (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
+  std::string cfg_text;
+  const bool has_cfg = std::filesystem::exists(cfg_path);
+  if (has_cfg) cfg_text = read_file(cfg_path, size_t(1) << 26);
+  return spec_from_json_text(text, path, has_cfg ? &cfg_text : nullptr, cfg_path);
+}
+
+TokenizerSpec spec_from_json_text(std::string_view text, const std::string& path, const std::string* config_text,
+                                  const std::string& config_path) {
+  const json doc = parse_json_text(text, path);
   TokenizerSpec spec;
   spec.source = path;
   if (!doc.is_object()) fail_field(path, "(document)", "a JSON object", brief(doc));
@@ -256,9 +265,9 @@ TokenizerSpec spec_from_json_file(const std::string& path) {
 
   // tokenizer_config.json beside the file.
   std::optional<std::string> eos_name;
-  const std::string cfg_path = (std::filesystem::path(path).parent_path() / "tokenizer_config.json").string();
-  if (std::filesystem::exists(cfg_path)) {
-    const json cfg = parse_json_file(cfg_path);
+  if (config_text) {
+    const std::string& cfg_path = config_path;
+    const json cfg = parse_json_text(*config_text, cfg_path);
     spec.add_bos = opt_bool(cfg_path, cfg, "add_bos_token", "add_bos_token", spec.add_bos);
     if (member(cfg, "bos_token")) bos_name = config_token(cfg_path, cfg, "bos_token");
     eos_name = config_token(cfg_path, cfg, "eos_token");

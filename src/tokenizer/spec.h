@@ -50,6 +50,10 @@ std::unique_ptr<Tokenizer> build_tokenizer(const TokenizerSpec& spec);
 
 // Loaders, exposed for tests and conversion.
 TokenizerSpec spec_from_json_file(const std::string& path);
+// The same from text in memory; config_text is tokenizer_config.json's text (or null), and
+// path / config_path name them in errors.
+TokenizerSpec spec_from_json_text(std::string_view text, const std::string& path,
+                                  const std::string* config_text, const std::string& config_path);
 TokenizerSpec spec_from_gguf_metadata(
     const std::vector<std::pair<std::string, gguf::Value>>& metadata, std::string_view where);
 // The tokenizer.ggml.* entries a GGUF file needs to reproduce the spec (llama.cpp keys).
