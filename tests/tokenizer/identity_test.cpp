@@ -9,6 +9,7 @@
 #include <random>
 
 #include "gguf/gguf_file.h"
+#include "gguf/synth_vocab.h"
 #include "gguf/writer.h"
 #include "support/test_support.h"
 #include "tokenizer/spec.h"
@@ -117,6 +118,35 @@ TEST(TokenizerEmberBytes, RoundTripsAnyBytes) {
   const auto ids = t->encode("a<|eos|>\xff", false, true);
   EXPECT_EQ(ids, (std::vector<int32_t>{97, 257, 255}));
   EXPECT_EQ(t->decode(ids), "a<|eos|>\xff");
+}
+
+// The tokenizer `ember model synth` writes (gguf::write_synth_tokenizer, with merges): any byte
+// string round-trips, BOS is added, merges apply.
+TEST(TokenizerEmberBytes, SynthWriterRoundTrips) {
+  for (int64_t vocab : {258, 300, 1024}) {
+    gguf::GgufWriter w;
+    gguf::write_synth_tokenizer(w, vocab);
+    const auto t = tok::Tokenizer::from_gguf(to_gguf_file(w.metadata(), "synth.gguf"));
+    EXPECT_EQ(t->kind(), "bpe:ember-bytes");
+    EXPECT_EQ(t->n_vocab(), vocab);
+    ASSERT_TRUE(t->bos().has_value());
+    EXPECT_TRUE(t->add_bos_default());
+    EXPECT_TRUE(t->is_eog(*t->eos()));
+    std::mt19937 rng(static_cast<uint32_t>(vocab));
+    for (int len : {0, 1, 3, 64, 2000}) {
+      std::string s(static_cast<size_t>(len), '\0');
+      for (char& c : s) c = static_cast<char>(rng() & 0xFF);
+      const auto ids = t->encode(s, t->add_bos_default(), /*parse_special=*/false);
+      ASSERT_FALSE(ids.empty());
+      EXPECT_EQ(ids[0], *t->bos());
+      EXPECT_EQ(t->decode(std::span(ids).subspan(1)), s);
+    }
+    const std::string text = "the other one, and then the end";
+    const auto ids = t->encode(text, false);
+    EXPECT_EQ(t->decode(ids), text);
+    if (vocab >= 300) EXPECT_LT(ids.size(), text.size());  // merges (" t", "he", " the", ...) applied
+    else EXPECT_EQ(ids.size(), text.size());             // 258: no room for merges
+  }
 }
 
 TEST(TokenizerGguf, ClearErrors) {
