@@ -38,6 +38,9 @@ struct PartMetrics {
   std::optional<double> max_abs;  // max |R-L|
 };
 
+// The value of a finite f16 as f64 (exact; equal to f16_to_f32). Non-finite: unspecified.
+double f16_value(uint16_t h);
+
 // Metrics of n f16 elements. With r2, takes a second pass over RIGHT for SS(R - mean R).
 PartMetrics part_metrics(const uint16_t* left, const uint16_t* right, size_t n, bool r2);
 

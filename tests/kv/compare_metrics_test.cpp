@@ -21,6 +21,15 @@ std::vector<uint16_t> halves(std::initializer_list<float> xs) {
   return out;
 }
 
+TEST(CompareMetrics, F16ValueIsExactForEveryFiniteHalf) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    if ((h & 0x7c00u) == 0x7c00u) continue;  // Inf/NaN: never used
+    const double want = double(f16_to_f32(uint16_t(h)));
+    const double got = f16_value(uint16_t(h));
+    ASSERT_EQ(std::memcmp(&want, &got, sizeof want), 0) << "half bits " << h;
+  }
+}
+
 TEST(CompareMetrics, SelfComparisonIsExact) {
   const model::KvCache c = testing::synthetic_cache(3, 2, 8, 5, 1);
   const KvMetrics m = compare_caches(c, c, true);
