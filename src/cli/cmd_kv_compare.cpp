@@ -1,7 +1,149 @@
+// ember kv compare | perturb: thin over src/kv/compare.h and src/kv/perturb.h.
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
 #include "cli/commands.h"
+#include "kv/compare.h"
+#include "kv/compare_load.h"
+#include "kv/perturb.h"
+#include "kv/report_html.h"
+#include "kv/state_loader.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/f16.h"
+#include "util/thread_pool.h"
 
 namespace ember::cli {
 
-void register_kv_compare_commands(CLI::App& app) { (void)app; }
+namespace {
+
+struct CompareArgs {
+  std::string left, right;
+  bool json = false, r2 = false, force = false;
+  std::string json_out, report, perturb;
+  double max_abs = 0, min_cosine = 0, max_mse = 0, min_r2 = 0;
+  CLI::Option *max_abs_opt = nullptr, *min_cosine_opt = nullptr, *max_mse_opt = nullptr,
+              *min_r2_opt = nullptr;
+  int threads = 1;
+};
+
+struct PerturbArgs {
+  std::string snapshot, receipt, part;
+  int layer = -1, head = -1;
+  bool zero = false, force = false;
+  float scale = 1.0f;
+  CLI::Option* scale_opt = nullptr;
+};
+
+void run_compare(const CompareArgs& a) {
+  kv::CompareOptions opts;
+  opts.r2 = a.r2;
+  auto given = [](const CLI::Option* o, double v) {
+    return o->count() > 0 ? std::optional<double>(v) : std::nullopt;
+  };
+  opts.thresholds.max_abs = given(a.max_abs_opt, a.max_abs);
+  opts.thresholds.min_cosine = given(a.min_cosine_opt, a.min_cosine);
+  opts.thresholds.max_mse = given(a.max_mse_opt, a.max_mse);
+  opts.thresholds.min_r2 = given(a.min_r2_opt, a.min_r2);
+  kv::validate_thresholds(opts.thresholds);
+  if (a.threads < 1 || a.threads > 256) {
+    fail_field("kv compare", "--threads", "1..256", std::to_string(a.threads));
+  }
+  // Refuse to clobber outputs before doing any work.
+  for (const std::string& out : {a.json_out, a.report}) {
+    if (!out.empty() && !a.force && path_exists(out)) {
+      fail_field("kv compare", "output", "a path that does not exist (or --force)", out);
+    }
+  }
+
+  const kv::ComparedState left = kv::load_compared_state(a.left);
+  kv::ComparedState right = kv::load_compared_state(a.right);
+
+  ThreadPool pool(a.threads);
+  std::optional<kv::PerturbedState> perturbed;
+  kv::CompareReport report;
+  if (!a.perturb.empty()) {
+    const kv::PerturbReceipt receipt = kv::parse_receipt(read_file(a.perturb, 1 << 20), a.perturb);
+    perturbed.emplace(kv::apply_perturbation(std::move(right), receipt));
+    report = kv::compare_states(left, *perturbed, opts, &pool);
+  } else {
+    report = kv::compare_states(left, right, opts, &pool);
+  }
+  const std::string json = kv::report_json(report);
+  if (!a.json_out.empty()) write_file_atomic(a.json_out, json, a.force);
+  if (!a.report.empty()) write_file_atomic(a.report, kv::report_html(report), a.force);
+  const std::string out = a.json ? json : kv::report_table(report);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  std::fflush(stdout);
+  if (!report.pass()) {
+    const kv::Failure& f = report.failures.front();
+    throw CheckFailed{"kv compare: " + std::to_string(report.failures.size()) +
+                      " threshold exceedance(s); first at layer " + std::to_string(f.layer) +
+                      " head " + std::to_string(f.head) + " " + kv::part_name(f.part) + " " +
+                      f.metric};
+  }
+}
+
+void run_perturb(const PerturbArgs& a) {
+  const bool scaled = a.scale_opt->count() > 0;
+  if (a.zero == scaled) {
+    fail_field("kv perturb", "operation", "exactly one of --zero or --scale S",
+               a.zero ? "both" : "neither");
+  }
+  kv::PerturbSpec spec;
+  spec.layer = a.layer;
+  spec.head = a.head;
+  spec.part = kv::parse_perturb_part(a.part);
+  spec.zero = a.zero;
+  if (scaled) spec.scale_bits = f32_to_bits(a.scale);
+  if (!a.force && path_exists(a.receipt)) {
+    fail_field("kv perturb", "--receipt", "a path that does not exist (or --force)", a.receipt);
+  }
+  const kv::ComparedState source = kv::load_compared_state(a.snapshot);
+  const kv::PerturbReceipt r = kv::make_receipt(source, spec);
+  kv::write_receipt(a.receipt, r, a.force);
+  std::printf("receipt %s: %s layer %d head %d part %s; %llu K and %llu V elements selected, "
+              "%llu K and %llu V change (no cache written)\n",
+              a.receipt.c_str(), a.zero ? "zero" : "scale", a.layer, a.head, a.part.c_str(),
+              (unsigned long long)r.affected_k, (unsigned long long)r.affected_v,
+              (unsigned long long)r.changed_k, (unsigned long long)r.changed_v);
+}
+
+}  // namespace
+
+void register_kv_compare_commands(CLI::App& kv) {
+  auto ca = std::make_shared<CompareArgs>();
+  CLI::App* c = kv.add_subcommand(
+      "compare", "Compare two aligned KV states per layer and KV head (docs/compare.md)");
+  c->add_option("LEFT", ca->left, "Reference state (snapshot directory or KVC1 file)")->required();
+  c->add_option("RIGHT", ca->right, "Candidate state")->required();
+  c->add_flag("--json", ca->json, "Print the canonical JSON report instead of the table");
+  c->add_option("--json-out", ca->json_out, "Also write the JSON report to this file");
+  c->add_flag("--r2", ca->r2, "Add the directional R² (RIGHT explained by LEFT)");
+  ca->max_abs_opt = c->add_option("--max-abs", ca->max_abs, "Fail when max |R-L| of a head exceeds X");
+  ca->min_cosine_opt = c->add_option("--min-cosine", ca->min_cosine, "Fail when a head's cosine is below C");
+  ca->max_mse_opt = c->add_option("--max-mse", ca->max_mse, "Fail when a head's MSE exceeds M");
+  ca->min_r2_opt = c->add_option("--min-r2", ca->min_r2, "Fail when a head's R² is below R (implies --r2)");
+  c->add_option("--perturb", ca->perturb, "Apply this perturbation receipt to RIGHT in memory");
+  c->add_option("--threads", ca->threads, "Threads (results do not depend on it)");
+  c->add_option("--report", ca->report, "Write the self-contained HTML report");
+  c->add_flag("--force", ca->force, "Overwrite existing output files");
+  c->callback([ca] { run_compare(*ca); });
+
+  auto pa = std::make_shared<PerturbArgs>();
+  CLI::App* p = kv.add_subcommand(
+      "perturb", "Write a perturbation receipt (never a cache) for kv compare --perturb");
+  p->add_option("--snapshot", pa->snapshot, "The native source snapshot")->required();
+  p->add_option("--layer", pa->layer, "Layer")->required();
+  p->add_option("--head", pa->head, "KV head")->required();
+  p->add_option("--part", pa->part, "k, v or kv")->required();
+  p->add_flag("--zero", pa->zero, "Set the selected elements to +0.0");
+  pa->scale_opt = p->add_option("--scale", pa->scale, "Multiply the selected elements by S (f32)");
+  p->add_option("--receipt", pa->receipt, "Receipt JSON to write")->required();
+  p->add_flag("--force", pa->force, "Overwrite an existing receipt");
+  p->callback([pa] { run_perturb(*pa); });
+}
 
 }  // namespace ember::cli

@@ -1,0 +1,74 @@
+#include "kv/compare_load.h"
+
+#include <cstdio>
+
+#include "kv/state_loader.h"
+#include "util/sha256.h"
+
+namespace ember::kv {
+
+namespace {
+
+std::string exact_float(float f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(f));  // round-trips every f32
+  return buf;
+}
+
+}  // namespace
+
+NamedValues representation_of(const SnapshotManifest& m) {
+  return {{"rope.layout", m.rope.layout},
+          {"rope.theta", exact_float(m.rope.theta)},
+          {"rope.scaling.type", m.rope.scaling_type},
+          {"rope.scaling.factor", exact_float(m.rope.scaling_factor)},
+          {"rope.scaling.original_context", std::to_string(m.rope.original_context)},
+          {"rope.scaling.low_freq_factor", exact_float(m.rope.low_freq_factor)},
+          {"rope.scaling.high_freq_factor", exact_float(m.rope.high_freq_factor)},
+          {"attention.qk_norm", m.attention.qk_norm},
+          {"dtype", m.representation.dtype},
+          {"byte_order", m.representation.byte_order},
+          {"layout", m.representation.layout},
+          {"keys", m.representation.keys},
+          {"values", m.representation.values}};
+}
+
+std::string weights_of_fingerprint(const std::string& fp) {
+  const std::string key = "weights=";
+  size_t at = fp.find(key);
+  if (at == std::string::npos) return "";
+  at += key.size();
+  const size_t end = fp.find(';', at);
+  return fp.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+ComparedState compared_from_snapshot(Snapshot s) {
+  const SnapshotManifest& m = s.manifest;
+  ComparedState c;
+  c.identity.kind = "native";
+  c.identity.model_identity = m.model.identity;
+  c.identity.architecture = m.model.architecture;
+  c.identity.engine_fingerprint = m.numerics.engine_fingerprint;
+  c.identity.weights = weights_of_fingerprint(m.numerics.engine_fingerprint);
+  c.identity.snapshot_id = sha256_hex(m.to_json());
+  c.identity.keys_sha256 = m.keys.sha256;
+  c.identity.values_sha256 = m.values.sha256;
+  c.identity.provenance = {{"format", std::string(m.format) + ".v" + std::to_string(m.version)},
+                           {"numerics_contract", m.numerics.contract}};
+  c.coords.n_layers = m.geometry.layers;
+  c.coords.n_kv_heads = m.geometry.kv_heads;
+  c.coords.head_dim = m.geometry.head_dim;
+  c.coords.n_pos = m.geometry.positions;
+  c.coords.prefix_tokens = m.prefix.tokens;
+  c.coords.tokenizer_identity = m.tokenizer.identity;
+  c.coords.resume_token = m.resume.token;
+  c.coords.representation = representation_of(m);
+  c.cache = std::move(s.cache);
+  return c;
+}
+
+ComparedState load_compared_state(const std::string& path) {
+  return compared_from_snapshot(load_state(path));
+}
+
+}  // namespace ember::kv

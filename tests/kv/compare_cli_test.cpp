@@ -1,0 +1,209 @@
+// `ember kv compare` / `kv perturb` through the CLI on hand-built snapshot directories (no
+// model): exit codes, refusals naming the coordinate, receipts, outputs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "kv/compare_load.h"
+#include "kv/kv_test_util.h"
+#include "support/test_support.h"
+#include "util/atomic_file.h"
+
+namespace ember::kv {
+namespace {
+
+using nlohmann::json;
+
+struct CliRun {
+  int rc = -1;
+  std::string out;
+};
+CliRun run(const std::string& args) {
+  CliRun r;
+  r.rc = test::run_command(test::ember_binary() + " " + args, &r.out);
+  return r;
+}
+std::string q(const std::string& s) { return "'" + s + "'"; }
+// The JSON report on stdout; a failed check appends its one-line message (stderr) after it.
+json parse_report(const CliRun& r) {
+  const size_t b = r.out.find('{'), e = r.out.rfind('}');
+  return json::parse(r.out.substr(b, e == std::string::npos ? e : e - b + 1));
+}
+
+// Writes a snapshot (geometry 3 layers x 2 KV heads x 8 dim x P positions) and returns its dir.
+std::string write(const Snapshot& s, const std::string& tag) {
+  const std::string dir = test::temp_dir("cmp-cli") + "/" + tag;
+  write_snapshot(s, dir, false);
+  return dir;
+}
+
+TEST(CompareCli, SelfComparisonPassesWithZeroDifferences) {
+  const std::string a = write(test::make_snapshot(3, 2, 8, 5, 1), "a");
+  const std::string b = write(test::make_snapshot(3, 2, 8, 5, 1), "b");
+  CliRun r = run("kv compare --json --r2 --max-abs 0 --min-cosine 1 --max-mse 0 --min-r2 1 " + q(a) +
+              " " + q(b));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const json rep = parse_report(r);
+  EXPECT_EQ(rep["result"], "pass");
+  EXPECT_TRUE(rep["summary"]["identical"].get<bool>());
+  EXPECT_EQ(rep["heads"].size(), 6u);
+  EXPECT_EQ(rep["left"]["snapshot_id"], rep["right"]["snapshot_id"]);
+  EXPECT_EQ(rep["left"]["kind"], "native");
+  EXPECT_TRUE(rep["diagnostics"].is_null());
+  // The table is the default and says the same.
+  r = run("kv compare " + q(a) + " " + q(b));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("K/V identical"), std::string::npos) << r.out;
+  // Same bytes for any thread count.
+  EXPECT_EQ(run("kv compare --json --r2 " + q(a) + " " + q(b) + " --threads 1").out,
+            run("kv compare --json --r2 " + q(a) + " " + q(b) + " --threads 3").out);
+}
+
+TEST(CompareCli, RefusesMisalignedStatesNamingTheCoordinate) {
+  const Snapshot base = test::make_snapshot(3, 2, 8, 5, 1);
+  const std::string a = write(base, "a");
+  auto refused = [&](const Snapshot& other, const std::string& coordinate) {
+    const CliRun r = run("kv compare " + q(a) + " " + q(write(other, "x")));
+    EXPECT_EQ(r.rc, 2) << r.out;
+    EXPECT_NE(r.out.find("coordinate " + coordinate), std::string::npos) << r.out;
+  };
+  refused(test::make_snapshot(4, 2, 8, 5, 1), "geometry.layers");
+  refused(test::make_snapshot(3, 2, 16, 5, 1), "geometry.head_dim");
+  refused(test::make_snapshot(3, 2, 8, 6, 1), "positions");
+  {
+    Snapshot s = test::make_snapshot(3, 2, 8, 5, 1);
+    s.manifest.prefix.tokens[2] = (s.manifest.prefix.tokens[2] + 1) % 512;
+    seal(s);
+    refused(s, "prefix_tokens[2]");
+  }
+  {
+    Snapshot s = test::make_snapshot(3, 2, 8, 5, 1);
+    s.manifest.tokenizer.identity = std::string(64, 'e');
+    seal(s);
+    refused(s, "tokenizer");
+  }
+  {
+    Snapshot s = test::make_snapshot(3, 2, 8, 5, 1);
+    s.manifest.rope.theta = 10000.0f;
+    seal(s);
+    refused(s, "representation.rope.theta");
+  }
+  {
+    Snapshot s = test::make_snapshot(3, 2, 8, 5, 1);
+    s.manifest.rope.layout = "normal";
+    seal(s);
+    refused(s, "representation.rope.layout");
+  }
+}
+
+TEST(CompareCli, AnotherModelOfTheSameShapeIsComparedAndLabelled) {
+  const Snapshot base = test::make_snapshot(3, 2, 8, 5, 1);
+  Snapshot other = test::make_snapshot(3, 2, 8, 5, 2);  // other contents and model
+  other.manifest.prefix = base.manifest.prefix;
+  other.manifest.model.architecture = base.manifest.model.architecture;
+  other.manifest.numerics.engine_fingerprint = "canonical-v1;weights=F32;test";
+  seal(other);
+  const CliRun r = run("kv compare --json --r2 " + q(write(base, "a")) + " " + q(write(other, "b")));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const json rep = parse_report(r);
+  EXPECT_TRUE(rep["crossing"]["crosses_models"].get<bool>());
+  EXPECT_EQ(rep["crossing"]["label"], "quantization-boundary");
+  EXPECT_EQ(rep["left"]["model_identity"], base.manifest.model.identity);
+  EXPECT_EQ(rep["right"]["model_identity"], other.manifest.model.identity);
+  EXPECT_EQ(rep["right"]["weights"], "F32");
+  EXPECT_FALSE(rep["summary"]["identical"].get<bool>());
+}
+
+TEST(CompareCli, PerturbWritesOnlyAReceiptThatCompareAppliesToItsSource) {
+  const Snapshot base = test::make_snapshot(3, 2, 8, 5, 1);
+  const std::string a = write(base, "a");
+  const std::string rdir = test::temp_dir("receipts");
+  const std::string receipt = rdir + "/zero.json";
+  CliRun p = run("kv perturb --snapshot " + q(a) + " --layer 1 --head 1 --part kv --zero --receipt " +
+              q(receipt));
+  ASSERT_EQ(p.rc, 0) << p.out;
+  size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(rdir)) entries += e.is_regular_file() ? 1 : 100;
+  EXPECT_EQ(entries, 1u);  // the receipt and nothing else
+  const json rec = json::parse(read_file(receipt));
+  EXPECT_EQ(rec["source"]["snapshot_id"], compared_from_snapshot(read_snapshot(a)).identity.snapshot_id);
+  EXPECT_EQ(rec["source"]["keys_sha256"], base.manifest.keys.sha256);
+  EXPECT_EQ(rec["affected_elements"]["k"], 40);
+
+  CliRun r = run("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " + q(receipt));
+  EXPECT_EQ(r.rc, 1) << r.out;
+  const json rep = parse_report(r);
+  EXPECT_EQ(rep["right"]["kind"], "perturbed");
+  EXPECT_TRUE(rep["right"]["snapshot_id"].is_null());
+  EXPECT_EQ(rep["perturbation"]["receipt_sha256"], sha256_hex(read_file(receipt)));
+  EXPECT_EQ(rep["first_exceedance"]["layer"], 1);
+  EXPECT_EQ(rep["first_exceedance"]["head"], 1);
+  for (const json& h : rep["heads"]) {
+    const bool hit = h["layer"] == 1 && h["head"] == 1;
+    EXPECT_EQ(h["k"]["mismatches"].get<int>() > 0, hit) << h.dump();
+    EXPECT_EQ(h["v"]["mismatches"].get<int>() > 0, hit) << h.dump();
+  }
+  // Not a snapshot: verify refuses it; and it applies to its source only.
+  EXPECT_NE(run("kv verify " + q(receipt)).rc, 0);
+  const std::string other = write(test::make_snapshot(3, 2, 8, 5, 7), "other");
+  r = run("kv compare " + q(other) + " " + q(other) + " --perturb " + q(receipt));
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("perturbation receipt: source.snapshot_id"), std::string::npos) << r.out;
+  // A receipt whose claims do not hold on its source, or that is not canonical, is refused.
+  auto refused_edit = [&](const std::string& from, const std::string& to) {
+    std::string text = read_file(receipt);
+    ASSERT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+    const std::string edited = rdir + "/edited-" + std::to_string(text.size()) + ".json";
+    write_file_atomic(edited, text, true);
+    const CliRun e = run("kv compare " + q(a) + " " + q(a) + " --perturb " + q(edited));
+    EXPECT_EQ(e.rc, 2) << e.out;
+  };
+  refused_edit("\"changed_elements\": {\n    \"k\": 40", "\"changed_elements\": {\n    \"k\": 39");
+  refused_edit("\"writes_cache\": false", "\"writes_cache\":  false");
+  refused_edit("\"part\": \"kv\"", "\"part\": \"k\"");
+}
+
+TEST(CompareCli, ScaleOneIsBitExactAndFlagsAreChecked) {
+  const std::string a = write(test::make_snapshot(3, 2, 8, 5, 1), "a");
+  const std::string dir = test::temp_dir("receipts");
+  ASSERT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --scale 1.0 --receipt " +
+                q(dir + "/one.json")).rc, 0);
+  const CliRun r = run("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " +
+                    q(dir + "/one.json"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_TRUE(parse_report(r)["summary"]["identical"].get<bool>());
+  EXPECT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --scale 1.0 --receipt " +
+                q(dir + "/one.json")).rc, 2);  // exists, no --force
+  EXPECT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --zero --scale 2 "
+                "--receipt " + q(dir + "/two.json")).rc, 2);
+  EXPECT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --receipt " +
+                q(dir + "/two.json")).rc, 2);
+  EXPECT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 3 --head 0 --part kv --zero --receipt " +
+                q(dir + "/two.json")).rc, 2);
+  EXPECT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part q --zero --receipt " +
+                q(dir + "/two.json")).rc, 2);
+  EXPECT_FALSE(path_exists(dir + "/two.json"));
+  EXPECT_EQ(run("kv compare " + q(a) + " " + q(a) + " --min-cosine 2").rc, 2);
+}
+
+TEST(CompareCli, WritesJsonAndHtmlFilesWithoutOverwriting) {
+  const std::string a = write(test::make_snapshot(3, 2, 8, 5, 1), "a");
+  const std::string b = write(test::make_snapshot(3, 2, 8, 5, 1), "b");
+  const std::string dir = test::temp_dir("outputs");
+  ASSERT_EQ(run("kv compare " + q(a) + " " + q(b) + " --json-out " + q(dir + "/r.json") +
+                " --report " + q(dir + "/r.html")).rc, 0);
+  EXPECT_EQ(json::parse(read_file(dir + "/r.json"))["result"], "pass");
+  std::string out;
+  ASSERT_EQ(test::run_command("/usr/bin/python3 " + std::string(EMBER_SOURCE_DIR) +
+                                  "/tests/kv/report_html_check.py " + q(dir + "/r.html"), &out), 0);
+  const json c = json::parse(out);
+  EXPECT_TRUE(c["problems"].empty()) << out;
+  EXPECT_EQ(c["unique_cells"]["k.cosine"], 6);
+  EXPECT_EQ(run("kv compare " + q(a) + " " + q(b) + " --report " + q(dir + "/r.html")).rc, 2);
+  EXPECT_EQ(run("kv compare " + q(a) + " " + q(b) + " --report " + q(dir + "/r.html") + " --force").rc, 0);
+}
+
+}  // namespace
+}  // namespace ember::kv
