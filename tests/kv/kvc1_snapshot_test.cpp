@@ -143,6 +143,8 @@ TEST(Kvc1Snapshot, CliVerifyInspectAndExitCodes) {
   test::spit(dir + "/bad.kvc", b);
   EXPECT_EQ(test::run_command(ember + " kvc verify " + dir + "/bad.kvc", &out), 1) << out;
   EXPECT_NE(out.find("[trailing-bytes]"), std::string::npos) << out;
+  // kv compare accepts a .kvc wherever it accepts a snapshot directory (kv::load_state).
+  ASSERT_EQ(test::run_command(ember + " kv compare " + dir + "/a " + dir + "/a.kvc --max-abs 0", &out), 0) << out;
   ASSERT_EQ(test::run_command(ember + " kvc unpack " + dir + "/a.kvc " + dir + "/b", &out), 0) << out;
   EXPECT_EQ(file(dir + "/a", kKeysFile), file(dir + "/b", kKeysFile));
 }
