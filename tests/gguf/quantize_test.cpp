@@ -161,6 +161,17 @@ TEST(Dequantize, UnsupportedTypeNamesTensorAndType) {
   }
 }
 
+TEST(Dequantize, F16AndBf16ConvertEveryPatternExactly) {
+  std::vector<uint16_t> h(65536);
+  for (uint32_t i = 0; i < 65536; ++i) h[i] = uint16_t(i);
+  std::vector<float> y(65536);
+  dequantize_row(TensorType::F16, h.data(), y.data(), 65536);
+  for (uint32_t i = 0; i < 65536; ++i)
+    ASSERT_EQ(f32_to_bits(y[i]), f32_to_bits(f16_to_f32(uint16_t(i)))) << i;
+  dequantize_row(TensorType::BF16, h.data(), y.data(), 65536);
+  for (uint32_t i = 0; i < 65536; ++i) ASSERT_EQ(f32_to_bits(y[i]), i << 16) << i;
+}
+
 // Hand-built blocks against values worked out from the layout in blocks.h.
 TEST(Dequantize, HandBuiltBlocksDecodeAsTheLayoutSays) {
   // Q4_K: d = 1, dmin = 0.5; sub-block 5 has sc = 0b100011 (35) and m = 0b010110 (22).
