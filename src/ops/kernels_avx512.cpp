@@ -154,31 +154,62 @@ float dot_f32_avx512(const float* a, const float* b, int64_t k) {
 // the float accumulator's low half takes the even blocks and its high half the odd ones,
 // exactly the scalar acc[8 * (b & 1) + l].
 template <TensorType TY>
-inline __m256i codes32(const uint8_t* row, int64_t b, float* d) {
+inline const uint8_t* block_at(const uint8_t* row, int64_t b) {
+  if constexpr (TY == TensorType::Q8_0) return row + b * int64_t(sizeof(gguf::BlockQ8_0));
+  if constexpr (TY == TensorType::Q4_0) return row + b * int64_t(sizeof(gguf::BlockQ4_0));
+  return row + b * int64_t(sizeof(gguf::BlockQ5_0));
+}
+
+// The signed codes of blocks b and b + 1 in logical order (block b in the low 256 bits) and
+// their scales. Q4_0 / Q5_0 unpack both blocks' nibbles at once: 128-bit lanes
+// [qs_b, qs_b, qs_b1, qs_b1], shifted right by 0 / 4 / 0 / 4 bits.
+template <TensorType TY>
+inline __m512i codes64(const uint8_t* row, int64_t b, float* d0, float* d1) {
+  const uint8_t* p0 = block_at<TY>(row, b);
+  const uint8_t* p1 = block_at<TY>(row, b + 1);
+  *d0 = h2f(p0);
+  *d1 = h2f(p1);
   if constexpr (TY == TensorType::Q8_0) {
-    const auto* blk = reinterpret_cast<const gguf::BlockQ8_0*>(row) + b;
-    *d = h2f(blk->d);
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+    return _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p0 + 2))),
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p1 + 2)), 1);
   } else {
-    const uint8_t* qs;
-    __m256i hbits = _mm256_setzero_si256();
-    if constexpr (TY == TensorType::Q4_0) {
-      const auto* blk = reinterpret_cast<const gguf::BlockQ4_0*>(row) + b;
-      *d = h2f(blk->d);
-      qs = blk->qs;
-    } else {
-      const auto* blk = reinterpret_cast<const gguf::BlockQ5_0*>(row) + b;
-      *d = h2f(blk->d);
-      qs = blk->qs;
-      uint32_t qh;
-      std::memcpy(&qh, blk->qh, 4);
-      hbits = _mm256_and_si256(_mm256_movm_epi8(qh), _mm256_set1_epi8(0x10));
+    constexpr int kQs = TY == TensorType::Q4_0 ? 2 : 6;  // offset of qs in the block
+    const __m256i y0 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0 + kQs)));
+    const __m256i y1 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p1 + kQs)));
+    const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(y0), y1, 1);
+    const __m512i shifts = _mm512_set_epi32(0x40004, 0x40004, 0x40004, 0x40004, 0, 0, 0, 0,
+                                            0x40004, 0x40004, 0x40004, 0x40004, 0, 0, 0, 0);
+    __m512i q = _mm512_and_si512(_mm512_srlv_epi16(v, shifts), _mm512_set1_epi8(0x0F));
+    if constexpr (TY == TensorType::Q5_0) {
+      uint32_t h0, h1;
+      std::memcpy(&h0, p0 + 2, 4);
+      std::memcpy(&h1, p1 + 2, 4);
+      const __mmask64 hm = __mmask64(h0) | (__mmask64(h1) << 32);
+      q = _mm512_or_si512(q, _mm512_maskz_mov_epi8(hm, _mm512_set1_epi8(0x10)));
     }
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    return _mm512_sub_epi8(q, _mm512_set1_epi8(TY == TensorType::Q4_0 ? 8 : 16));
+  }
+}
+
+// One block (the last of an odd count) in the low 256 bits.
+template <TensorType TY>
+inline __m256i codes32(const uint8_t* row, int64_t b, float* d) {
+  const uint8_t* p = block_at<TY>(row, b);
+  *d = h2f(p);
+  if constexpr (TY == TensorType::Q8_0) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+  } else {
+    constexpr int kQs = TY == TensorType::Q4_0 ? 2 : 6;
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQs));
     const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x0F));
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F));
-    const __m256i q = _mm256_or_si256(
-        _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1), hbits);
+    __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+    if constexpr (TY == TensorType::Q5_0) {
+      uint32_t h;
+      std::memcpy(&h, p + 2, 4);
+      q = _mm256_or_si256(q, _mm256_maskz_mov_epi8(__mmask32(h), _mm256_set1_epi8(0x10)));
+    }
     return _mm256_sub_epi8(q, _mm256_set1_epi8(TY == TensorType::Q4_0 ? 8 : 16));
   }
 }
@@ -202,9 +233,7 @@ struct Q32K {
       __m512 wd[R];
       for (int r = 0; r < R; ++r) {
         float d0, d1;
-        const __m256i c0 = codes32<TY>(rows[r], b, &d0);
-        const __m256i c1 = codes32<TY>(rows[r], b + 1, &d1);
-        const __m512i w = _mm512_inserti64x4(_mm512_castsi256_si512(c0), c1, 1);
+        const __m512i w = codes64<TY>(rows[r], b, &d0, &d1);
         aw[r] = _mm512_abs_epi8(w);
         neg[r] = _mm512_movepi8_mask(w);
         wd[r] = _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
