@@ -6,6 +6,7 @@
 // symbols are the ids of its single bytes; merges are looked up by (left id, right id).
 #include <algorithm>
 #include <memory>
+#include <unordered_map>
 
 #include "tokenizer/flat_map.h"
 #include "tokenizer/pretokenize.h"
@@ -21,6 +22,22 @@ struct MergeResult {
   int32_t id;
 };
 
+// Working memory of one encode call, reused across its pre-tokens (no allocation per word).
+struct Scratch {
+  struct Sym {
+    int32_t id, prev, next;  // prev/next: neighbour positions, -1 at the ends
+  };
+  struct Cand {
+    int32_t rank, pos, left, right;  // right: position of the right symbol
+  };
+  std::vector<Sym> sym;
+  std::vector<Cand> heap;
+  // Pre-token -> its ids (offset, count into `ids`): a piece's BPE depends only on its bytes,
+  // so repeats within one call reuse the first result. Keys point into the call's text.
+  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> cache;
+  std::vector<int32_t> ids;
+};
+
 class BpeTokenizer final : public TokenizerBase {
  public:
   explicit BpeTokenizer(const TokenizerSpec& s);
@@ -31,7 +48,8 @@ class BpeTokenizer final : public TokenizerBase {
   void encode_fragment(std::string_view text, bool after_special, std::vector<int32_t>& out) const override;
 
  private:
-  void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+  void encode_word(std::string_view word, Scratch& scratch, std::vector<int32_t>& out) const;
+  void encode_cached(std::string_view word, Scratch& scratch, std::vector<int32_t>& out) const;
   static uint64_t pair_key(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
@@ -103,7 +121,8 @@ BpeTokenizer::BpeTokenizer(const TokenizerSpec& s)
 
 void BpeTokenizer::encode_fragment(std::string_view text, bool, std::vector<int32_t>& out) const {
   if (pre_ == PreKind::EmberBytes) {  // any bytes; no split, no normalization
-    encode_word(text, out);
+    Scratch scratch;
+    encode_word(text, scratch, out);
     return;
   }
   if (const size_t bad = utf8_invalid_offset(text); bad != std::string_view::npos)
@@ -120,10 +139,28 @@ void BpeTokenizer::encode_fragment(std::string_view text, bool, std::vector<int3
   }
   std::vector<std::pair<size_t, size_t>> pieces;
   split_->split(text, pieces);
-  for (const auto& [off, len] : pieces) encode_word(text.substr(off, len), out);
+  Scratch scratch;
+  for (const auto& [off, len] : pieces) encode_cached(text.substr(off, len), scratch, out);
 }
 
-void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+void BpeTokenizer::encode_cached(std::string_view word, Scratch& scratch, std::vector<int32_t>& out) const {
+  if (word.size() <= 1 || word.size() > 256) {  // trivial, or too long to be worth keeping
+    encode_word(word, scratch, out);
+    return;
+  }
+  const auto [it, fresh] = scratch.cache.try_emplace(word, 0, 0);
+  if (fresh) {
+    const size_t begin = out.size();
+    encode_word(word, scratch, out);
+    it->second = {static_cast<uint32_t>(scratch.ids.size()), static_cast<uint32_t>(out.size() - begin)};
+    scratch.ids.insert(scratch.ids.end(), out.begin() + static_cast<std::ptrdiff_t>(begin), out.end());
+    return;
+  }
+  const auto first = scratch.ids.begin() + it->second.first;
+  out.insert(out.end(), first, first + it->second.second);
+}
+
+void BpeTokenizer::encode_word(std::string_view word, Scratch& scratch, std::vector<int32_t>& out) const {
   if (word.empty()) return;
   if (word.size() == 1) {
     out.push_back(byte_id_[static_cast<uint8_t>(word[0])]);
@@ -137,18 +174,16 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
   }
   // Symbols in a doubly linked list over byte positions; a min-heap of candidate merges
   // ordered by (rank, position). Stale entries are skipped when popped.
-  struct Sym {
-    int32_t id, prev, next;  // prev/next: neighbour positions, -1 at the ends
-  };
-  struct Cand {
-    int32_t rank, pos, left, right;  // right: position of the right symbol
-  };
+  using Sym = Scratch::Sym;
+  using Cand = Scratch::Cand;
   const auto n = static_cast<int32_t>(word.size());
-  std::vector<Sym> sym(static_cast<size_t>(n));
+  std::vector<Sym>& sym = scratch.sym;
+  sym.resize(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i)
     sym[static_cast<size_t>(i)] = {byte_id_[static_cast<uint8_t>(word[static_cast<size_t>(i)])], i - 1,
                                    i + 1 < n ? i + 1 : -1};
-  std::vector<Cand> heap;
+  std::vector<Cand>& heap = scratch.heap;
+  heap.clear();
   const auto later = [](const Cand& x, const Cand& y) {
     return x.rank != y.rank ? x.rank > y.rank : x.pos > y.pos;
   };

@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "tokenizer/spec.h"
@@ -132,6 +133,8 @@ size_t TokenizerBase::check_id(int32_t id) const {
 }
 
 std::vector<int32_t> TokenizerBase::encode(std::string_view text, bool add_bos, bool parse_special) const {
+  if (text.size() > size_t(INT32_MAX))
+    fail_field("tokenizer input", "text", "at most 2^31-1 bytes", std::to_string(text.size()) + " bytes");
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_bos && bos_) out.push_back(*bos_);
