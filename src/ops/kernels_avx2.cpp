@@ -1,6 +1,5 @@
 // AVX2+FMA twins of the scalar reference kernels in kernels_scalar.cpp: the same canonical-v1
-// reduction order, so the same bits, only faster. Types without a twin here (Q4_1, Q5_1) run
-// the scalar kernel on this path.
+// reduction order, so the same bits, only faster. Every weight type ember reads has a twin.
 //
 // Compiled with AVX2 flags: like kernels_avx512.cpp it keeps everything in an anonymous
 // namespace and calls no inline function of another header, so no AVX2 code can leak into
@@ -167,69 +166,96 @@ inline __m256i bits_to_bytes(uint32_t x) {
   return _mm256_cmpeq_epi8(v, bit);
 }
 
+// Field offsets of the 32-block types (gguf/blocks.h): d at 0; m at 2 (Q4_1 / Q5_1).
 template <TensorType TY>
-inline __m256i codes32(const uint8_t* row, int64_t b, float* d) {
+struct Layout32 {
+  static constexpr bool kMin = TY == TensorType::Q4_1 || TY == TensorType::Q5_1;
+  static constexpr bool kHigh = TY == TensorType::Q5_0 || TY == TensorType::Q5_1;
+  static constexpr int kBytes = TY == TensorType::Q8_0 ? 34 : TY == TensorType::Q4_0 ? 18
+                              : TY == TensorType::Q4_1 ? 20 : TY == TensorType::Q5_0 ? 22 : 24;
+  static constexpr int kQh = kMin ? 4 : 2;
+  static constexpr int kQs = 2 + (kMin ? 2 : 0) + (kHigh ? 4 : 0);
+  static constexpr int kOffset = TY == TensorType::Q4_0 ? 8 : TY == TensorType::Q5_0 ? 16 : 0;
+};
+static_assert(Layout32<TensorType::Q5_1>::kBytes == sizeof(gguf::BlockQ5_1));
+static_assert(Layout32<TensorType::Q4_1>::kBytes == sizeof(gguf::BlockQ4_1));
+static_assert(Layout32<TensorType::Q5_1>::kQs == offsetof(gguf::BlockQ5_1, qs));
+static_assert(Layout32<TensorType::Q5_0>::kQs == offsetof(gguf::BlockQ5_0, qs));
+
+// The 32 codes of block b in logical order: signed for Q8_0 / Q4_0 / Q5_0 (offset removed),
+// unsigned for Q4_1 / Q5_1; and the block's scale (and min).
+template <TensorType TY>
+inline __m256i codes32(const uint8_t* row, int64_t b, float* d, float* m) {
+  using L = Layout32<TY>;
+  const uint8_t* p = row + b * L::kBytes;
+  *d = h2f(p);
+  if constexpr (L::kMin) *m = h2f(p + 2);
   if constexpr (TY == TensorType::Q8_0) {
-    const auto* blk = reinterpret_cast<const gguf::BlockQ8_0*>(row) + b;
-    *d = h2f(blk->d);
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qs));
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
   } else {
-    const uint8_t* qs;
-    __m256i hbits = _mm256_setzero_si256();
-    if constexpr (TY == TensorType::Q4_0) {
-      const auto* blk = reinterpret_cast<const gguf::BlockQ4_0*>(row) + b;
-      *d = h2f(blk->d);
-      qs = blk->qs;
-    } else {
-      const auto* blk = reinterpret_cast<const gguf::BlockQ5_0*>(row) + b;
-      *d = h2f(blk->d);
-      qs = blk->qs;
-      uint32_t qh;
-      std::memcpy(&qh, blk->qh, 4);
-      hbits = _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10));
-    }
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + L::kQs));
     const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x0F));
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F));
-    const __m256i q = _mm256_or_si256(
-        _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1), hbits);
-    return _mm256_sub_epi8(q, _mm256_set1_epi8(TY == TensorType::Q4_0 ? 8 : 16));
+    __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+    if constexpr (L::kHigh) {
+      uint32_t qh;
+      std::memcpy(&qh, p + L::kQh, 4);
+      q = _mm256_or_si256(q, _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
+    }
+    if constexpr (L::kOffset != 0) q = _mm256_sub_epi8(q, _mm256_set1_epi8(L::kOffset));
+    return q;
   }
 }
 
+inline float fma1(float a, float b, float c) {
+  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+}
+
+// Q4_1 / Q5_1 codes are unsigned, so the sign trick leaves them as they are; their min term
+// follows the scalar order (macc per block in order, result tree16(acc) + macc).
 template <TensorType TY>
 struct Q32K {
   static constexpr TensorType kType = TY;
+  static constexpr bool kMin = Layout32<TY>::kMin;
   static constexpr int kR = 2, kT = 2;
   template <int R, int T>
   static void tile(const uint8_t* const* rows, const Activations& a, int64_t t0, float* out) {
     const int64_t k = a.k, nb = k / 32;
     __m256 acc[R][T][2];
+    float macc[R][T];
     for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
+      for (int t = 0; t < T; ++t)
+        acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps(), macc[r][t] = 0.0f;
     const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; ++b) {
       const int h = int(b & 1);
       __m256i aw[R], sg[R];
-      float wd[R];
+      float wd[R], wm[R];
       for (int r = 0; r < R; ++r) {
-        sg[r] = codes32<TY>(rows[r], b, &wd[r]);
+        sg[r] = codes32<TY>(rows[r], b, &wd[r], &wm[r]);
         aw[r] = _mm256_sign_epi8(sg[r], sg[r]);
       }
       for (int t = 0; t < T; ++t) {
         const int64_t tt = t0 + t;
         const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q + tt * k + b * 32));
         const float ad = a.d[tt * nb + b];
+        float sa = 0;
+        if constexpr (kMin) sa = ad * float(a.sum[tt * nb + b]);
         for (int r = 0; r < R; ++r) {
           const __m256i p =
               _mm256_madd_epi16(_mm256_maddubs_epi16(aw[r], _mm256_sign_epi8(av, sg[r])), ones);
           acc[r][t][h] = _mm256_fmadd_ps(_mm256_set1_ps(wd[r] * ad), _mm256_cvtepi32_ps(p),
                                          acc[r][t][h]);
+          if constexpr (kMin) macc[r][t] = fma1(wm[r], sa, macc[r][t]);
         }
       }
     }
     for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) out[r * T + t] = tree16(acc[r][t][0], acc[r][t][1]);
+      for (int t = 0; t < T; ++t) {
+        float v = tree16(acc[r][t][0], acc[r][t][1]);
+        if constexpr (kMin) v = v + macc[r][t];
+        out[r * T + t] = v;
+      }
   }
 };
 
@@ -383,6 +409,8 @@ KernelTable make_table() {
   t.q8_0 = run_tiles<Q32K<TensorType::Q8_0>>;
   t.q4_0 = run_tiles<Q32K<TensorType::Q4_0>>;
   t.q5_0 = run_tiles<Q32K<TensorType::Q5_0>>;
+  t.q4_1 = run_tiles<Q32K<TensorType::Q4_1>>;
+  t.q5_1 = run_tiles<Q32K<TensorType::Q5_1>>;
   t.q4_k = run_tiles<KQuantK<TensorType::Q4_K>>;
   t.q5_k = run_tiles<KQuantK<TensorType::Q5_K>>;
   t.q6_k = run_tiles<KQuantK<TensorType::Q6_K>>;

@@ -1,6 +1,6 @@
 // AVX-512 (F, BW, VL, DQ) twins of the scalar reference kernels in kernels_scalar.cpp: the
-// same canonical-v1 reduction order, so the same bits, only faster. Types without a twin
-// here (Q4_1, Q5_1) run the scalar kernel on this path.
+// same canonical-v1 reduction order, so the same bits, only faster. Every weight type ember
+// reads has a twin here.
 //
 // This file is compiled with AVX-512 flags. To keep AVX-512 code out of the rest of the
 // program it defines everything it uses in an anonymous namespace and calls no inline
@@ -153,77 +153,109 @@ float dot_f32_avx512(const float* a, const float* b, int64_t k) {
 // Two blocks per zmm: int32 lanes 0-7 hold block b's isum[0..7], lanes 8-15 block b+1's, so
 // the float accumulator's low half takes the even blocks and its high half the odd ones,
 // exactly the scalar acc[8 * (b & 1) + l].
+// Field offsets of the 32-block types (gguf/blocks.h): d at 0; m at 2 (Q4_1 / Q5_1).
 template <TensorType TY>
-inline const uint8_t* block_at(const uint8_t* row, int64_t b) {
-  if constexpr (TY == TensorType::Q8_0) return row + b * int64_t(sizeof(gguf::BlockQ8_0));
-  if constexpr (TY == TensorType::Q4_0) return row + b * int64_t(sizeof(gguf::BlockQ4_0));
-  return row + b * int64_t(sizeof(gguf::BlockQ5_0));
-}
+struct Layout32 {
+  static constexpr bool kMin = TY == TensorType::Q4_1 || TY == TensorType::Q5_1;
+  static constexpr bool kHigh = TY == TensorType::Q5_0 || TY == TensorType::Q5_1;
+  static constexpr int kBytes = TY == TensorType::Q8_0 ? 34 : TY == TensorType::Q4_0 ? 18
+                              : TY == TensorType::Q4_1 ? 20 : TY == TensorType::Q5_0 ? 22 : 24;
+  static constexpr int kQh = kMin ? 4 : 2;             // Q5_0 / Q5_1
+  static constexpr int kQs = 2 + (kMin ? 2 : 0) + (kHigh ? 4 : 0);
+  static constexpr int kOffset = TY == TensorType::Q4_0 ? 8 : TY == TensorType::Q5_0 ? 16 : 0;
+};
+static_assert(Layout32<TensorType::Q4_0>::kBytes == sizeof(gguf::BlockQ4_0));
+static_assert(Layout32<TensorType::Q4_1>::kBytes == sizeof(gguf::BlockQ4_1));
+static_assert(Layout32<TensorType::Q5_0>::kBytes == sizeof(gguf::BlockQ5_0));
+static_assert(Layout32<TensorType::Q5_1>::kBytes == sizeof(gguf::BlockQ5_1));
+static_assert(Layout32<TensorType::Q8_0>::kBytes == sizeof(gguf::BlockQ8_0));
+static_assert(Layout32<TensorType::Q5_1>::kQs == offsetof(gguf::BlockQ5_1, qs));
+static_assert(Layout32<TensorType::Q5_0>::kQs == offsetof(gguf::BlockQ5_0, qs));
+static_assert(Layout32<TensorType::Q4_1>::kQs == offsetof(gguf::BlockQ4_1, qs));
+static_assert(Layout32<TensorType::Q5_1>::kQh == offsetof(gguf::BlockQ5_1, qh));
 
-// The signed codes of blocks b and b + 1 in logical order (block b in the low 256 bits) and
-// their scales. Q4_0 / Q5_0 unpack both blocks' nibbles at once: 128-bit lanes
-// [qs_b, qs_b, qs_b1, qs_b1], shifted right by 0 / 4 / 0 / 4 bits.
+// The codes of blocks b and b + 1 in logical order (block b in the low 256 bits) and their
+// scales (and mins). Signed for Q8_0 / Q4_0 / Q5_0 (offset removed), unsigned for Q4_1 /
+// Q5_1. Nibble types unpack both blocks at once: 128-bit lanes [qs_b, qs_b, qs_b1, qs_b1],
+// shifted right by 0 / 4 / 0 / 4 bits.
 template <TensorType TY>
-inline __m512i codes64(const uint8_t* row, int64_t b, float* d0, float* d1) {
-  const uint8_t* p0 = block_at<TY>(row, b);
-  const uint8_t* p1 = block_at<TY>(row, b + 1);
-  *d0 = h2f(p0);
-  *d1 = h2f(p1);
+inline __m512i codes64(const uint8_t* row, int64_t b, float* d, float* m) {
+  using L = Layout32<TY>;
+  const uint8_t* p0 = row + b * L::kBytes;
+  const uint8_t* p1 = p0 + L::kBytes;
+  d[0] = h2f(p0);
+  d[1] = h2f(p1);
+  if constexpr (L::kMin) {
+    m[0] = h2f(p0 + 2);
+    m[1] = h2f(p1 + 2);
+  }
   if constexpr (TY == TensorType::Q8_0) {
     return _mm512_inserti64x4(
         _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p0 + 2))),
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p1 + 2)), 1);
   } else {
-    constexpr int kQs = TY == TensorType::Q4_0 ? 2 : 6;  // offset of qs in the block
-    const __m256i y0 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0 + kQs)));
-    const __m256i y1 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p1 + kQs)));
+    const __m256i y0 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0 + L::kQs)));
+    const __m256i y1 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p1 + L::kQs)));
     const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(y0), y1, 1);
     const __m512i shifts = _mm512_set_epi32(0x40004, 0x40004, 0x40004, 0x40004, 0, 0, 0, 0,
                                             0x40004, 0x40004, 0x40004, 0x40004, 0, 0, 0, 0);
     __m512i q = _mm512_and_si512(_mm512_srlv_epi16(v, shifts), _mm512_set1_epi8(0x0F));
-    if constexpr (TY == TensorType::Q5_0) {
+    if constexpr (L::kHigh) {
       uint32_t h0, h1;
-      std::memcpy(&h0, p0 + 2, 4);
-      std::memcpy(&h1, p1 + 2, 4);
+      std::memcpy(&h0, p0 + L::kQh, 4);
+      std::memcpy(&h1, p1 + L::kQh, 4);
       const __mmask64 hm = __mmask64(h0) | (__mmask64(h1) << 32);
       q = _mm512_or_si512(q, _mm512_maskz_mov_epi8(hm, _mm512_set1_epi8(0x10)));
     }
-    return _mm512_sub_epi8(q, _mm512_set1_epi8(TY == TensorType::Q4_0 ? 8 : 16));
+    if constexpr (L::kOffset != 0) q = _mm512_sub_epi8(q, _mm512_set1_epi8(L::kOffset));
+    return q;
   }
 }
 
 // One block (the last of an odd count) in the low 256 bits.
 template <TensorType TY>
-inline __m256i codes32(const uint8_t* row, int64_t b, float* d) {
-  const uint8_t* p = block_at<TY>(row, b);
+inline __m256i codes32(const uint8_t* row, int64_t b, float* d, float* m) {
+  using L = Layout32<TY>;
+  const uint8_t* p = row + b * L::kBytes;
   *d = h2f(p);
+  if constexpr (L::kMin) *m = h2f(p + 2);
   if constexpr (TY == TensorType::Q8_0) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
   } else {
-    constexpr int kQs = TY == TensorType::Q4_0 ? 2 : 6;
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQs));
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + L::kQs));
     const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x0F));
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F));
     __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-    if constexpr (TY == TensorType::Q5_0) {
+    if constexpr (L::kHigh) {
       uint32_t h;
-      std::memcpy(&h, p + 2, 4);
+      std::memcpy(&h, p + L::kQh, 4);
       q = _mm256_or_si256(q, _mm256_maskz_mov_epi8(__mmask32(h), _mm256_set1_epi8(0x10)));
     }
-    return _mm256_sub_epi8(q, _mm256_set1_epi8(TY == TensorType::Q4_0 ? 8 : 16));
+    if constexpr (L::kOffset != 0) q = _mm256_sub_epi8(q, _mm256_set1_epi8(L::kOffset));
+    return q;
   }
 }
 
+// Scalar fma without leaving the vector unit (and without a libm call).
+inline float fma1(float a, float b, float c) {
+  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+}
+
+// Q4_1 / Q5_1 codes are unsigned (< 32), so the sign trick below leaves them as they are;
+// their min term follows the scalar order: macc = fma(m_b, ad_b * float(asum_b), macc) per
+// block in order, result tree16(acc) + macc.
 template <TensorType TY>
 struct Q32K {
   static constexpr TensorType kType = TY;
+  static constexpr bool kMin = Layout32<TY>::kMin;
   static constexpr int kR = 4, kT = 3;
   template <int R, int T>
   static void tile(const uint8_t* const* rows, const Activations& a, int64_t t0, float* out) {
     const int64_t k = a.k, nb = k / 32;
     __m512 acc[R][T];
+    float macc[R][T];
     for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps(), macc[r][t] = 0.0f;
     const __m512i ones = _mm512_set1_epi16(1);
     const __m512i zero = _mm512_setzero_si512();
     int64_t b = 0;
@@ -231,28 +263,38 @@ struct Q32K {
       __m512i aw[R];
       __mmask64 neg[R];
       __m512 wd[R];
+      float wm[R][2];
       for (int r = 0; r < R; ++r) {
-        float d0, d1;
-        const __m512i w = codes64<TY>(rows[r], b, &d0, &d1);
+        float d[2];
+        const __m512i w = codes64<TY>(rows[r], b, d, wm[r]);
         aw[r] = _mm512_abs_epi8(w);
         neg[r] = _mm512_movepi8_mask(w);
-        wd[r] = _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1);
+        wd[r] = _mm512_insertf32x8(_mm512_set1_ps(d[0]), _mm256_set1_ps(d[1]), 1);
       }
       for (int t = 0; t < T; ++t) {
         const int64_t tt = t0 + t;
         const __m512i av = _mm512_loadu_si512(a.q + tt * k + b * 32);
         const __m512 ad = _mm512_loadu_ps(a.d8 + (tt * nb + b) * 8);
+        float s0 = 0, s1 = 0;
+        if constexpr (kMin) {
+          s0 = a.d[tt * nb + b] * float(a.sum[tt * nb + b]);
+          s1 = a.d[tt * nb + b + 1] * float(a.sum[tt * nb + b + 1]);
+        }
         for (int r = 0; r < R; ++r) {
           const __m512i sa = _mm512_mask_sub_epi8(av, neg[r], zero, av);
           const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(aw[r], sa), ones);
           acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(wd[r], ad), _mm512_cvtepi32_ps(p), acc[r][t]);
+          if constexpr (kMin) {
+            macc[r][t] = fma1(wm[r][0], s0, macc[r][t]);
+            macc[r][t] = fma1(wm[r][1], s1, macc[r][t]);
+          }
         }
       }
     }
     if (b < nb) {  // a last even block: low half only
       for (int r = 0; r < R; ++r) {
-        float d0;
-        const __m512i w = _mm512_castsi256_si512(codes32<TY>(rows[r], b, &d0));
+        float d0, m0 = 0;
+        const __m512i w = _mm512_castsi256_si512(codes32<TY>(rows[r], b, &d0, &m0));
         const __m512i aw = _mm512_abs_epi8(w);
         const __mmask64 neg = _mm512_movepi8_mask(w) & 0xFFFFFFFFull;
         const __m512 wd = _mm512_set1_ps(d0);
@@ -264,11 +306,17 @@ struct Q32K {
           const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(aw, sa), ones);
           acc[r][t] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(wd, ad), _mm512_cvtepi32_ps(p),
                                             acc[r][t], 0x00FF);
+          if constexpr (kMin)
+            macc[r][t] = fma1(m0, a.d[tt * nb + b] * float(a.sum[tt * nb + b]), macc[r][t]);
         }
       }
     }
     for (int r = 0; r < R; ++r)
-      for (int t = 0; t < T; ++t) out[r * T + t] = tree16(acc[r][t]);
+      for (int t = 0; t < T; ++t) {
+        float v = tree16(acc[r][t]);
+        if constexpr (kMin) v = v + macc[r][t];
+        out[r * T + t] = v;
+      }
   }
 };
 
@@ -432,6 +480,8 @@ KernelTable make_table() {
   t.q8_0 = run_tiles<Q32K<TensorType::Q8_0>>;
   t.q4_0 = run_tiles<Q32K<TensorType::Q4_0>>;
   t.q5_0 = run_tiles<Q32K<TensorType::Q5_0>>;
+  t.q4_1 = run_tiles<Q32K<TensorType::Q4_1>>;
+  t.q5_1 = run_tiles<Q32K<TensorType::Q5_1>>;
   t.q4_k = run_tiles<KQuantK<TensorType::Q4_K>>;
   t.q5_k = run_tiles<KQuantK<TensorType::Q5_K>>;
   t.q6_k = run_tiles<KQuantK<TensorType::Q6_K>>;
