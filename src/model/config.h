@@ -2,6 +2,7 @@
 // Hyper-parameters of a supported architecture, read from GGUF metadata and checked.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gguf/gguf_file.h"
 
@@ -22,6 +23,10 @@ struct RopeScaling {
   int original_context = 0;      // llama3: original_max_position_embeddings
   float low_freq_factor = 1.0f;  // llama3
   float high_freq_factor = 4.0f; // llama3
+  // [head_dim / 2] per-pair frequency divisors from a `rope_freqs.weight` tensor (what
+  // llama.cpp's converter writes for Llama 3.x); empty when the file has none, in which case
+  // llama3 divisors are computed from the fields above (model/rope.h).
+  std::vector<float> freq_factors;
 };
 
 struct ModelConfig {

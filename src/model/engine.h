@@ -21,7 +21,11 @@ namespace ember::model {
 // Weights and configuration of one GGUF model; immutable and shared by engines and caches.
 class Model {
  public:
+  // Opens, checks (ModelConfig::from_gguf) and binds the weights of a GGUF file. Error
+  // naming the file and the key or tensor on any problem.
   static std::shared_ptr<const Model> load(const std::string& gguf_path);
+  // The same from an already parsed file (in-memory models in tests and studies).
+  static std::shared_ptr<const Model> load(gguf::GgufFile file);
   virtual ~Model() = default;
   virtual const ModelConfig& config() const = 0;
   virtual const gguf::GgufFile& file() const = 0;

@@ -1,0 +1,140 @@
+// Engine: forward() and the partial-execution steps it is made of (model/engine.h).
+#include "model/engine.h"
+
+#include <algorithm>
+
+#include "gguf/dequantize.h"
+#include "model/engine_impl.h"
+#include "ops/norm.h"
+#include "util/error.h"
+
+namespace ember::model {
+
+Engine::Impl::Impl(std::shared_ptr<const Model> m, EngineOptions opts)
+    : model(std::move(m)), cfg(model->config()), w(weights_of(*model)), options(opts),
+      pool(opts.threads), rope(cfg) {}
+
+void Engine::Impl::check_cache(const KvCache& cache, int pos0, int n, const char* what) const {
+  if (cache.n_layers != cfg.n_layers || cache.n_kv_heads != cfg.n_kv_heads ||
+      cache.head_dim != cfg.head_dim)
+    fail_field(what, "cache geometry",
+               std::to_string(cfg.n_layers) + " layers x " + std::to_string(cfg.n_kv_heads) +
+                   " KV heads x " + std::to_string(cfg.head_dim),
+               std::to_string(cache.n_layers) + " x " + std::to_string(cache.n_kv_heads) +
+                   " x " + std::to_string(cache.head_dim));
+  if (n < 1) fail_field(what, "token count", ">= 1", std::to_string(n));
+  if (pos0 < 0 || int64_t(pos0) + n > cache.capacity)
+    fail_field(what, "positions", "[" + std::to_string(pos0) + ", " + std::to_string(pos0 + n) +
+               ") within the cache capacity " + std::to_string(cache.capacity),
+               "overflow (make a larger cache)");
+}
+
+void Engine::Impl::rope_tables(int pos0, int n) {
+  const size_t half = size_t(cfg.head_dim / 2);
+  grow(cos, size_t(n) * half);
+  grow(sin, size_t(n) * half);
+  for (int t = 0; t < n; ++t) rope.cos_sin(pos0 + t, cos.data() + t * half, sin.data() + t * half);
+}
+
+Engine::Engine(std::shared_ptr<const Model> model, EngineOptions options) {
+  if (!model) fail("engine", "no model");
+  if (options.threads < 1 || options.threads > 1024)
+    fail_field("engine", "threads", "1..1024", std::to_string(options.threads));
+  impl_ = std::make_unique<Impl>(std::move(model), options);
+}
+
+Engine::~Engine() = default;
+
+const Model& Engine::model() const { return *impl_->model; }
+const ModelConfig& Engine::config() const { return impl_->cfg; }
+
+std::string Engine::fingerprint() const {
+  std::string s = std::string(kNumericsContract) + ";weights=";
+  const auto& types = impl_->w.matrix_types;
+  for (size_t i = 0; i < types.size(); ++i) s += (i ? "," : "") + types[i];
+  s += ";activations=" + ops::activation_scheme() + ";kv=f16;rope=f64-table";
+  return s;
+}
+
+KvCache Engine::new_cache(int capacity) const {
+  const ModelConfig& c = impl_->cfg;
+  if (capacity < 1 || capacity > (1 << 24))
+    fail_field("cache", "capacity", "1..2^24 positions", std::to_string(capacity));
+  return KvCache(c.n_layers, c.n_kv_heads, c.head_dim, capacity);
+}
+
+void Engine::embed(std::span<const int32_t> tokens, float* x) const {
+  const ModelConfig& c = impl_->cfg;
+  const ops::WeightMatrix& e = impl_->w.token_embd;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const int32_t id = tokens[t];
+    if (id < 0 || id >= c.n_vocab)
+      fail_field("embed", "token id", "in [0, " + std::to_string(c.n_vocab) + ")",
+                 std::to_string(id));
+    gguf::dequantize_row(e.type, e.data + uint64_t(id) * e.row_bytes, x + t * size_t(c.n_embd),
+                         c.n_embd);
+  }
+}
+
+void Engine::run_layers(int first, int last, KvCache& cache, int pos0, int n, float* x,
+                        const ForwardHooks* hooks) {
+  Impl& I = *impl_;
+  if (first < 0 || last > I.cfg.n_layers || first > last)
+    fail_field("run_layers", "layer range",
+               "0 <= first <= last <= " + std::to_string(I.cfg.n_layers),
+               "[" + std::to_string(first) + ", " + std::to_string(last) + ")");
+  I.check_cache(cache, pos0, n, "run_layers");
+  I.rope_tables(pos0, n);
+  for (int l = first; l < last; ++l) {
+    if (hooks && hooks->on_residual) hooks->on_residual(l, pos0, n, x);
+    I.project(l, x, n, pos0, cache, true, hooks);
+    I.attend(l, n, pos0, cache);
+    I.finish_layer(l, n, pos0, x, hooks);
+  }
+  if (hooks && hooks->on_residual) hooks->on_residual(last, pos0, n, x);
+}
+
+void Engine::project_kv(int layer, const float* x, int n, int pos0, KvCache& cache,
+                        const ForwardHooks* hooks) {
+  Impl& I = *impl_;
+  if (layer < 0 || layer >= I.cfg.n_layers)
+    fail_field("project_kv", "layer", "in [0, " + std::to_string(I.cfg.n_layers) + ")",
+               std::to_string(layer));
+  I.check_cache(cache, pos0, n, "project_kv");
+  I.rope_tables(pos0, n);
+  I.project(layer, x, n, pos0, cache, false, hooks);
+}
+
+void Engine::lm_head(const float* x, int n, float* logits) {
+  Impl& I = *impl_;
+  const int E = I.cfg.n_embd;
+  float* xn = grow(I.xn, size_t(n) * E);
+  for (int t = 0; t < n; ++t)
+    ops::rmsnorm_row(x + size_t(t) * E, I.w.output_norm.data(), E, I.cfg.rms_eps,
+                     xn + size_t(t) * E);
+  ops::matmul(I.w.output, xn, n, logits, I.pool);  // (V, E) @ (n, E) -> (n, V)
+}
+
+std::vector<float> Engine::forward(KvCache& cache, std::span<const int32_t> tokens,
+                                   const ForwardHooks* hooks, bool all_logits) {
+  Impl& I = *impl_;
+  const int n = int(tokens.size());
+  if (tokens.size() > size_t(1 << 24)) fail_field("forward", "token count", "<= 2^24", "more");
+  I.check_cache(cache, cache.n_pos, n, "forward");
+  const int pos0 = cache.n_pos;
+  const int E = I.cfg.n_embd, V = I.cfg.n_vocab;
+  std::vector<float> x(size_t(n) * E);
+  embed(tokens, x.data());
+  run_layers(0, I.cfg.n_layers, cache, pos0, n, x.data(), hooks);
+  cache.n_pos = pos0 + n;
+  if (all_logits) {
+    std::vector<float> logits(size_t(n) * V);
+    lm_head(x.data(), n, logits.data());
+    return logits;
+  }
+  std::vector<float> logits(static_cast<size_t>(V));
+  lm_head(x.data() + size_t(n - 1) * E, 1, logits.data());
+  return logits;
+}
+
+}  // namespace ember::model

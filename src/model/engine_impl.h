@@ -1,0 +1,54 @@
+#pragma once
+// Internals of Engine shared by engine.cpp, attention.cpp and ffn.cpp. Not a public header.
+//
+// Shapes below: n = tokens in the call, E = n_embd, H = n_heads, G = n_kv_heads,
+// D = head_dim, F = n_ff, P = pos0 + n (positions visible to the last query).
+#include <vector>
+
+#include "model/engine.h"
+#include "model/rope.h"
+#include "model/weights.h"
+#include "util/thread_pool.h"
+
+namespace ember::model {
+
+struct Engine::Impl {
+  Impl(std::shared_ptr<const Model> m, EngineOptions opts);
+
+  std::shared_ptr<const Model> model;
+  const ModelConfig& cfg;
+  const ModelWeights& w;
+  EngineOptions options;
+  ThreadPool pool;
+  RopeTable rope;
+
+  // Scratch, grown on demand and reused (an Engine runs one call at a time).
+  std::vector<float> xn;      // (n, E) normed input of a block
+  std::vector<float> q;       // (n, H*D)
+  std::vector<float> k, v;    // (n, G*D)
+  std::vector<float> k_pre;   // (n, G*D) copy for hooks
+  std::vector<float> att;     // (n, H*D) attention output before the O-projection
+  std::vector<float> o;       // (n, E)
+  std::vector<float> gate, up;  // (n, F)
+  std::vector<float> kf, vf;  // (G, P, D) the layer's cached K/V as f32
+  std::vector<float> cos, sin;  // (n, D/2) RoPE of the call's positions
+
+  void check_cache(const KvCache& cache, int pos0, int n, const char* what) const;
+  void rope_tables(int pos0, int n);
+  // Attention norm, Q (optional), K, V projections with biases, Q/K norm, RoPE, the K/V
+  // hook, and the f16 cache write of rows [pos0, pos0+n). x (n, E).
+  void project(int layer, const float* x, int n, int pos0, KvCache& cache, bool with_q,
+               const ForwardHooks* hooks);
+  // att (n, H*D) from q and the cache rows [0, pos0+n) of `layer`.
+  void attend(int layer, int n, int pos0, const KvCache& cache);
+  // x += W_o att; x += FFN(x).
+  void finish_layer(int layer, int n, int pos0, float* x, const ForwardHooks* hooks);
+};
+
+// Grows v to at least n elements (never shrinks; contents unspecified).
+inline float* grow(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+}  // namespace ember::model

@@ -1,0 +1,36 @@
+// The second half of a layer: O-projection with the residual add, then the SwiGLU MLP.
+#include "model/engine_impl.h"
+#include "ops/activations.h"
+#include "ops/norm.h"
+
+namespace ember::model {
+
+namespace {
+// x (n*m,) += y (n*m,)
+void add_rows(float* x, const float* y, size_t count) {
+  for (size_t i = 0; i < count; ++i) x[i] += y[i];
+}
+}  // namespace
+
+void Engine::Impl::finish_layer(int layer, int n, int pos0, float* x, const ForwardHooks* hooks) {
+  const LayerWeights& L = w.layers[size_t(layer)];
+  const int E = cfg.n_embd, F = cfg.n_ff;
+  const size_t rows = size_t(n) * E;
+  float* o_ = grow(o, rows);
+  ops::matmul(L.wo, att.data(), n, o_, pool);  // W_o (E, H*D) @ att (n, H*D) -> (n, E)
+  if (hooks && hooks->on_attn_out) hooks->on_attn_out(layer, pos0, n, o_);
+  add_rows(x, o_, rows);
+
+  float* xn_ = grow(xn, rows);
+  for (int t = 0; t < n; ++t)
+    ops::rmsnorm_row(x + size_t(t) * E, L.ffn_norm.data(), E, cfg.rms_eps, xn_ + size_t(t) * E);
+  float* g_ = grow(gate, size_t(n) * F);
+  float* u_ = grow(up, size_t(n) * F);
+  ops::matmul(L.w_gate, xn_, n, g_, pool);  // (F, E) @ (n, E) -> (n, F)
+  ops::matmul(L.w_up, xn_, n, u_, pool);
+  ops::silu_mul_row(g_, u_, int64_t(n) * F, g_);
+  ops::matmul(L.w_down, g_, n, o_, pool);   // (E, F) @ (n, F) -> (n, E)
+  add_rows(x, o_, rows);
+}
+
+}  // namespace ember::model

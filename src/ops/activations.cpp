@@ -1,0 +1,73 @@
+#include "ops/activations.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "util/simd.h"
+
+namespace ember::ops {
+
+namespace detail {
+// The SIMD twins (activations_avx512.cpp); same contract as the scalar functions.
+void exp_row_avx512(const float* x, int64_t n, float* y);
+void silu_mul_row_avx512(const float* g, const float* u, int64_t n, float* out);
+}  // namespace detail
+
+namespace {
+inline float scale_pow2(float y, int n) {
+  // y * 2^n for n in [-150, 128], y in [0.7, 1.5): split so each factor is a normal power of
+  // two; the first product is exact, the second rounds once (also into subnormals).
+  const int n1 = n / 2;
+  const int n2 = n - n1;
+  uint32_t b1 = uint32_t(n1 + 127) << 23, b2 = uint32_t(n2 + 127) << 23;
+  float p1, p2;
+  std::memcpy(&p1, &b1, 4);
+  std::memcpy(&p2, &b2, 4);
+  return (y * p1) * p2;
+}
+}  // namespace
+
+float exp_f32(float x) {
+  if (std::isnan(x)) return x;
+  if (x > 88.72283935546875f) return INFINITY;
+  if (x < -103.972084045410156f) return 0.0f;
+  // n = round-half-even(x / ln2); the exact float ops below make n reproducible.
+  const float n = std::nearbyint(x * 1.44269502162933349609375f);
+  // r = x - n*ln2, ln2 split into C1 (exact in few bits) + C2.
+  float r = std::fma(n, -0.693359375f, x);
+  r = std::fma(n, 2.12194440e-4f, r);
+  const float z = r * r;
+  float p = 1.9875691500e-4f;
+  p = std::fma(p, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  const float y = std::fma(p, z, r) + 1.0f;
+  return scale_pow2(y, int(n));
+}
+
+void exp_row(const float* x, int64_t n, float* y) {
+  if (active_simd() == SimdLevel::avx512) return detail::exp_row_avx512(x, n, y);
+  for (int64_t i = 0; i < n; ++i) y[i] = exp_f32(x[i]);
+}
+
+void silu_mul_row(const float* g, const float* u, int64_t n, float* out) {
+  if (active_simd() == SimdLevel::avx512) return detail::silu_mul_row_avx512(g, u, n, out);
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = g[i];
+    out[i] = a / (1.0f + exp_f32(-a)) * u[i];
+  }
+}
+
+void softmax_row(float* s, int64_t n) {
+  float m = s[0];
+  for (int64_t i = 1; i < n; ++i) m = s[i] > m ? s[i] : m;
+  for (int64_t i = 0; i < n; ++i) s[i] -= m;
+  exp_row(s, n, s);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += s[i];
+  for (int64_t i = 0; i < n; ++i) s[i] /= sum;
+}
+
+}  // namespace ember::ops

@@ -1,0 +1,28 @@
+#pragma once
+// Elementwise and row kernels of the canonical-v1 numerics contract (docs/numerics.md) that
+// are not matrix products: exp, SiLU, softmax. Each result depends only on its inputs and
+// the row length, never on threads or the SIMD path: the vector twins (activations_avx512.cpp)
+// perform exactly the scalar operation sequence lane by lane, and tests compare them bit for bit.
+#include <cstdint>
+
+namespace ember::ops {
+
+// e^x in f32: Cody-Waite range reduction x = n*ln2 + r (|r| <= ln2/2, two-constant split
+// with explicit FMAs), a degree-6 polynomial for e^r (Cephes expf coefficients, Horner with
+// FMA), then the exact scaling by 2^n (in two steps so subnormal results round once, like a
+// correct multiply would). Max error about 1 ulp. exp_f32(-inf) = 0, exp_f32(+inf) = +inf,
+// x > 88.72: +inf, x < -103.97: 0, NaN -> NaN. Never calls libm, so every path agrees.
+float exp_f32(float x);
+
+// y[i] = exp_f32(x[i]) for i in [0, n). x and y may alias.
+void exp_row(const float* x, int64_t n, float* y);
+
+// SwiGLU gate: out[i] = silu(g[i]) * u[i] with silu(a) = a / (1 + exp_f32(-a)).
+// g (n,), u (n,) -> out (n,); out may alias g or u.
+void silu_mul_row(const float* g, const float* u, int64_t n, float* out);
+
+// In-place softmax of s (n,), n >= 1: m = max s; e_i = exp_f32(s_i - m); sum = e_0 + e_1 +
+// ... in increasing i (sequential f32 adds); s_i = e_i / sum.
+void softmax_row(float* s, int64_t n);
+
+}  // namespace ember::ops

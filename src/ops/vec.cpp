@@ -1,0 +1,31 @@
+#include "ops/vec.h"
+
+#include <cmath>
+
+#include "util/f16.h"
+#include "util/simd.h"
+
+namespace ember::ops {
+
+namespace detail {
+void axpy_f32_avx2(float a, const float* x, float* y, int64_t n);
+void f16_to_f32_row_avx2(const uint16_t* src, float* dst, int64_t n);
+void f32_to_f16_row_avx2(const float* src, uint16_t* dst, int64_t n);
+}  // namespace detail
+
+void axpy_f32(float a, const float* x, float* y, int64_t n) {
+  if (active_simd() != SimdLevel::scalar) return detail::axpy_f32_avx2(a, x, y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = std::fma(a, x[i], y[i]);
+}
+
+void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n) {
+  if (active_simd() != SimdLevel::scalar) return detail::f16_to_f32_row_avx2(src, dst, n);
+  for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+}
+
+void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n) {
+  if (active_simd() != SimdLevel::scalar) return detail::f32_to_f16_row_avx2(src, dst, n);
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+}  // namespace ember::ops

@@ -1,0 +1,36 @@
+// AVX2+FMA+F16C twins of ops/vec.cpp (also used on the AVX-512 path: these kernels are
+// memory-bound and elementwise, so wider vectors buy nothing and the bits are the same).
+#include <immintrin.h>
+
+#include "ops/vec.h"
+#include "util/f16.h"
+
+#include <cmath>
+
+namespace ember::ops::detail {
+
+void axpy_f32_avx2(float a, const float* x, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] = std::fma(a, x[i], y[i]);
+}
+
+void f16_to_f32_row_avx2(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(
+                                  reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+}
+
+void f32_to_f16_row_avx2(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+}  // namespace ember::ops::detail

@@ -1,0 +1,186 @@
+// Non-matmul kernels of the canonical-v1 contract: accuracy of exp_f32 against libm, and the
+// SIMD twins against the scalar reference bit for bit on every path this CPU supports.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "ops/activations.h"
+#include "ops/norm.h"
+#include "ops/vec.h"
+#include "util/f16.h"
+#include "util/simd.h"
+
+namespace ember::ops {
+namespace {
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// Distance in representable floats (same sign assumed: exp is positive).
+int64_t ulp_distance(float a, float b) { return std::llabs(int64_t(bits(a)) - int64_t(bits(b))); }
+
+// Restores the SIMD choice after a test that forces paths.
+struct SimdGuard {
+  ~SimdGuard() { set_simd_override(detect_simd()); }
+};
+
+std::vector<SimdLevel> levels() {
+  std::vector<SimdLevel> out{SimdLevel::scalar};
+  if (int(detect_simd()) >= int(SimdLevel::avx2)) out.push_back(SimdLevel::avx2);
+  if (detect_simd() == SimdLevel::avx512) out.push_back(SimdLevel::avx512);
+  return out;
+}
+
+std::vector<float> edge_and_random(size_t n, float lo, float hi, uint32_t seed) {
+  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, 88.72f, 88.73f, -87.3f, -87.4f, -100.0f,
+                          -103.9f, -104.0f, 1e-8f, -1e-8f, 0.5f * float(M_LN2), -0.5f * float(M_LN2),
+                          INFINITY, -INFINITY, std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::denorm_min(), 3.4e38f, -3.4e38f};
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  while (v.size() < n) v.push_back(d(rng));
+  return v;
+}
+
+TEST(Exp, WithinTwoUlpOfLibmOverTheWholeRange) {
+  int64_t worst = 0;
+  float worst_x = 0;
+  for (float x = -103.0f; x < 88.7f; x = std::nextafter(x, INFINITY) + 0.000731f) {
+    const float want = float(std::exp(double(x)));
+    const int64_t d = ulp_distance(exp_f32(x), want);
+    if (d > worst) worst = d, worst_x = x;
+  }
+  // Subnormal results have fewer bits, so a one-ulp slip is the same absolute error.
+  EXPECT_LE(worst, 2) << "at x = " << worst_x;
+}
+
+TEST(Exp, SpecialValues) {
+  EXPECT_EQ(exp_f32(0.0f), 1.0f);
+  EXPECT_EQ(exp_f32(-INFINITY), 0.0f);
+  EXPECT_EQ(exp_f32(INFINITY), INFINITY);
+  EXPECT_EQ(exp_f32(89.0f), INFINITY);
+  EXPECT_EQ(exp_f32(-105.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(exp_f32(NAN)));
+  EXPECT_GT(exp_f32(-100.0f), 0.0f);  // subnormal, not flushed
+  EXPECT_NEAR(exp_f32(1.0f), 2.7182817f, 3e-7f);
+}
+
+TEST(Exp, EveryPathIsBitIdenticalToScalar) {
+  SimdGuard guard;
+  const std::vector<float> x = edge_and_random(4099, -110.0f, 95.0f, 7);
+  std::vector<float> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = exp_f32(x[i]);
+  for (SimdLevel level : levels()) {
+    set_simd_override(level);
+    for (size_t n : {size_t(1), size_t(15), size_t(16), size_t(17), x.size()}) {
+      std::vector<float> got(n);
+      exp_row(x.data(), int64_t(n), got.data());
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(bits(got[i]), bits(want[i])) << simd_name(level) << " x=" << x[i];
+    }
+  }
+}
+
+TEST(Silu, EveryPathIsBitIdenticalToScalarAndCorrect) {
+  SimdGuard guard;
+  const std::vector<float> g = edge_and_random(1027, -30.0f, 30.0f, 9);
+  const std::vector<float> u = edge_and_random(1027, -3.0f, 3.0f, 10);
+  set_simd_override(SimdLevel::scalar);
+  std::vector<float> want(g.size());
+  silu_mul_row(g.data(), u.data(), int64_t(g.size()), want.data());
+  for (size_t i = 30; i < g.size(); ++i) {  // random part: close to the f64 definition
+    const double ref = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * double(u[i]);
+    EXPECT_NEAR(want[i], ref, 1e-6 * (1.0 + std::fabs(ref)));
+  }
+  for (SimdLevel level : levels()) {
+    set_simd_override(level);
+    std::vector<float> got(g.size());
+    silu_mul_row(g.data(), u.data(), int64_t(g.size()), got.data());
+    for (size_t i = 0; i < g.size(); ++i)
+      ASSERT_EQ(bits(got[i]), bits(want[i])) << simd_name(level) << " g=" << g[i];
+  }
+}
+
+TEST(Softmax, NormalizedStableAndPathIndependent) {
+  SimdGuard guard;
+  std::vector<float> s = edge_and_random(300, -50.0f, 50.0f, 3);
+  s.erase(s.begin(), s.begin() + 21);  // finite values only
+  s[5] = 1000.0f;                      // a huge score: max subtraction keeps it finite
+  set_simd_override(SimdLevel::scalar);
+  std::vector<float> want = s;
+  softmax_row(want.data(), int64_t(want.size()));
+  double sum = 0;
+  for (float p : want) sum += p;
+  EXPECT_NEAR(sum, 1.0, 1e-5);
+  EXPECT_EQ(want[5], 1.0f);
+  for (SimdLevel level : levels()) {
+    set_simd_override(level);
+    std::vector<float> got = s;
+    softmax_row(got.data(), int64_t(got.size()));
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(bits(got[i]), bits(want[i]));
+  }
+}
+
+TEST(Vec, TwinsAreBitIdentical) {
+  SimdGuard guard;
+  const std::vector<float> x = edge_and_random(1000, -70000.0f, 70000.0f, 4);
+  std::vector<float> small = edge_and_random(1000, -1e-4f, 1e-4f, 5);  // f16 subnormals
+  set_simd_override(SimdLevel::scalar);
+  std::vector<float> y0 = small;
+  axpy_f32(0.37f, x.data(), y0.data(), int64_t(x.size()));
+  std::vector<uint16_t> h0(x.size()), hs0(x.size());
+  f32_to_f16_row(x.data(), h0.data(), int64_t(x.size()));
+  f32_to_f16_row(small.data(), hs0.data(), int64_t(x.size()));
+  std::vector<float> back0(x.size());
+  f16_to_f32_row(hs0.data(), back0.data(), int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(hs0[i], f32_to_f16(small[i]));
+  for (SimdLevel level : levels()) {
+    set_simd_override(level);
+    std::vector<float> y = small;
+    axpy_f32(0.37f, x.data(), y.data(), int64_t(x.size()));
+    std::vector<uint16_t> h(x.size()), hs(x.size());
+    f32_to_f16_row(x.data(), h.data(), int64_t(x.size()));
+    f32_to_f16_row(small.data(), hs.data(), int64_t(x.size()));
+    std::vector<float> back(x.size());
+    f16_to_f32_row(hs.data(), back.data(), int64_t(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(bits(y[i]), bits(y0[i])) << simd_name(level);
+      if (!std::isnan(x[i])) {
+        ASSERT_EQ(h[i], h0[i]) << simd_name(level) << " x=" << x[i];
+      }
+      ASSERT_EQ(hs[i], hs0[i]) << simd_name(level);
+      ASSERT_EQ(bits(back[i]), bits(back0[i])) << simd_name(level);
+    }
+  }
+}
+
+TEST(RmsNorm, MatchesDefinitionAndIsPathIndependent) {
+  SimdGuard guard;
+  const std::vector<float> x = edge_and_random(600, -3.0f, 3.0f, 6);
+  std::vector<float> xs(x.begin() + 21, x.end());
+  std::vector<float> w(xs.size());
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 1.0f + 0.001f * float(i % 17);
+  set_simd_override(SimdLevel::scalar);
+  std::vector<float> want(xs.size());
+  rmsnorm_row(xs.data(), w.data(), int64_t(xs.size()), 1e-5f, want.data());
+  double ss = 0;
+  for (float v : xs) ss += double(v) * v;
+  const double s = 1.0 / std::sqrt(ss / double(xs.size()) + 1e-5);
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_NEAR(want[i], xs[i] * s * w[i], 1e-5);
+  for (SimdLevel level : levels()) {
+    set_simd_override(level);
+    std::vector<float> got(xs.size());
+    rmsnorm_row(xs.data(), w.data(), int64_t(xs.size()), 1e-5f, got.data());
+    for (size_t i = 0; i < xs.size(); ++i) ASSERT_EQ(bits(got[i]), bits(want[i]));
+  }
+}
+
+}  // namespace
+}  // namespace ember::ops
