@@ -1,5 +1,6 @@
 // Self-attention of one layer: projections, Q/K norm, RoPE, the f16 cache write, and the
 // canonical attention of every query over the cached rows (docs/numerics.md).
+#include <algorithm>
 #include <cmath>
 
 #include "model/engine_impl.h"
@@ -84,16 +85,24 @@ void Engine::Impl::attend(int layer, int n, int pos0, const KvCache& cache) {
   // One task per (head, query): each output row is owned by exactly one task, and its
   // arithmetic depends only on (q row, cached rows, position), never on n or the split.
   pool.parallel_for(int64_t(H) * n, [&](int64_t b, int64_t e) {
-    std::vector<float> scores(static_cast<size_t>(P));
+    std::vector<float> scores(static_cast<size_t>(P)), qh(static_cast<size_t>(D));
+    std::vector<uint16_t> half(static_cast<size_t>(std::max(P, D)));
     for (int64_t i = b; i < e; ++i) {
       const int h = int(i / n), t = int(i % n);
       const int g = h / group;
       const int len = pos0 + t + 1;  // causal: positions [0, pos0 + t]
-      const float* qh = q_ + size_t(t) * qd + size_t(h) * D;
       const float* kg = kf_ + size_t(g) * P * D;
       const float* vg = vf_ + size_t(g) * P * D;
-      for (int j = 0; j < len; ++j) scores[size_t(j)] = ops::dot_f32(qh, kg + size_t(j) * D, D) * scale;
+      // The query in f16, like the cached keys it meets (docs/numerics.md: the attention
+      // products take f16 operands, as llama.cpp's CPU path does).
+      ops::f32_to_f16_row(q_ + size_t(t) * qd + size_t(h) * D, half.data(), D);
+      ops::f16_to_f32_row(half.data(), qh.data(), D);
+      for (int j = 0; j < len; ++j)
+        scores[size_t(j)] = ops::dot_f32(qh.data(), kg + size_t(j) * D, D) * scale;
       ops::softmax_row(scores.data(), len);
+      // The probabilities in f16, like the cached values they weigh.
+      ops::f32_to_f16_row(scores.data(), half.data(), len);
+      ops::f16_to_f32_row(half.data(), scores.data(), len);
       float* out = att_ + size_t(t) * qd + size_t(h) * D;
       std::fill(out, out + D, 0.0f);
       for (int j = 0; j < len; ++j) ops::axpy_f32(scores[size_t(j)], vg + size_t(j) * D, out, D);

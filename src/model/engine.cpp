@@ -48,11 +48,30 @@ Engine::~Engine() = default;
 const Model& Engine::model() const { return *impl_->model; }
 const ModelConfig& Engine::config() const { return impl_->cfg; }
 
+namespace {
+// How activations enter the matmul for these weight types (ops/matmul.h): f32 for float
+// weights, 8-bit blocks of 32 (q8_0) for the *_0/*_1 types, of 256 (q8_K) for the K types.
+std::string activation_scheme(const std::vector<std::string>& types) {
+  bool f = false, q0 = false, qk = false;
+  for (const std::string& t : types) {
+    if (t == "f32" || t == "f16" || t == "bf16") f = true;
+    else if (t.size() > 2 && t.substr(t.size() - 2) == "_K") qk = true;
+    else q0 = true;
+  }
+  std::string s;
+  auto add = [&](const char* part) { s += (s.empty() ? "" : "+") + std::string(part); };
+  if (f) add("f32");
+  if (q0) add("q8_0");
+  if (qk) add("q8_K");
+  return s;
+}
+}  // namespace
+
 std::string Engine::fingerprint() const {
   std::string s = std::string(kNumericsContract) + ";weights=";
   const auto& types = impl_->w.matrix_types;
   for (size_t i = 0; i < types.size(); ++i) s += (i ? "," : "") + types[i];
-  s += ";activations=" + ops::activation_scheme() + ";kv=f16;rope=f64-table";
+  s += ";activations=" + activation_scheme(types) + ";kv=f16;attention=canonical-dot";
   return s;
 }
 
@@ -71,7 +90,8 @@ void Engine::embed(std::span<const int32_t> tokens, float* x) const {
     if (id < 0 || id >= c.n_vocab)
       fail_field("embed", "token id", "in [0, " + std::to_string(c.n_vocab) + ")",
                  std::to_string(id));
-    gguf::dequantize_row(e.type, e.data + uint64_t(id) * e.row_bytes, x + t * size_t(c.n_embd),
+    const uint64_t row_bytes = gguf::row_bytes(e.type, uint64_t(e.cols));
+    gguf::dequantize_row(e.type, e.data + uint64_t(id) * row_bytes, x + t * size_t(c.n_embd),
                          c.n_embd);
   }
 }

@@ -23,7 +23,7 @@ ops::WeightMatrix matrix(const gguf::GgufFile& f, const std::string& name,
     fail_field(f.path(), "tensor " + name + " type", "a weight type ember's matmul supports",
                gguf::type_name(uint32_t(t.type)));
   types.insert(tr->name);
-  return ops::WeightMatrix::from_tensor(t);
+  return ops::WeightMatrix{t.type, t.data, int64_t(t.n_rows()), int64_t(t.row_length())};
 }
 
 std::vector<float> vec(const gguf::GgufFile& f, const std::string& name) {
