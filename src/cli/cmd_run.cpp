@@ -1,7 +1,182 @@
+// ember run: generate text (or token ids) with the engine, optionally dumping every selection
+// step's logits in the layout of ../shared/models/reference/ (docs/cli-run.md).
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
 #include "cli/commands.h"
+#include "gguf/gguf_file.h"
+#include "model/engine.h"
+#include "model/generate.h"
+#include "tokenizer/tokenizer.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
 
 namespace ember::cli {
 
-void register_run_command(CLI::App& app) { (void)app; }
+namespace {
+
+struct RunArgs {
+  std::string model, tokenizer, prompt, prompt_ids, dump_logits;
+  int n = 64;
+  int threads = 0;
+  float temp = 0.0f, top_p = 1.0f;
+  int top_k = 0;
+  uint64_t seed = 0;
+  bool no_bos = false, ignore_eos = false, force = false, quiet = false;
+};
+
+std::vector<int32_t> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    const std::string item = s.substr(i, j - i);
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty() || v < 0 || v > INT32_MAX)
+      fail_field("--prompt-ids", "item " + std::to_string(ids.size()),
+                 "a non-negative integer", "'" + item + "'");
+    ids.push_back(int32_t(v));
+    i = j + 1;
+  }
+  if (ids.empty()) fail_field("--prompt-ids", "list", "at least one id", "none");
+  return ids;
+}
+
+void run(const RunArgs& a) {
+  auto model = model::Model::load(a.model);
+  const model::ModelConfig& cfg = model->config();
+  std::unique_ptr<tok::Tokenizer> tokenizer;
+  if (!a.tokenizer.empty()) {
+    tokenizer = tok::Tokenizer::from_json_file(a.tokenizer);
+  } else if (model->file().has("tokenizer.ggml.model")) {
+    tokenizer = tok::Tokenizer::from_gguf(model->file());
+  }
+  if (tokenizer && tokenizer->n_vocab() > cfg.n_vocab)
+    fail_field(a.tokenizer.empty() ? a.model : a.tokenizer, "tokenizer vocabulary",
+               "at most the model's " + std::to_string(cfg.n_vocab) + " tokens",
+               std::to_string(tokenizer->n_vocab()));
+
+  std::vector<int32_t> prompt;
+  if (!a.prompt_ids.empty()) {
+    prompt = parse_ids(a.prompt_ids);
+  } else {
+    if (!tokenizer)
+      fail_field(a.model, "tokenizer", "tokenizer metadata in the GGUF or --tokenizer JSON "
+                 "(or pass --prompt-ids)", "none");
+    prompt = tokenizer->encode(a.prompt, !a.no_bos && tokenizer->add_bos_default());
+    if (prompt.empty()) fail_field("--prompt", "tokens", "at least one", "none");
+  }
+  for (int32_t id : prompt)
+    if (id >= cfg.n_vocab)
+      fail_field("prompt", "token id", "below the vocabulary size " + std::to_string(cfg.n_vocab),
+                 std::to_string(id));
+  if (a.n < 1) fail_field("-n", "steps", ">= 1", std::to_string(a.n));
+
+  const int threads = a.threads > 0 ? a.threads
+                                    : int(std::max(1u, std::thread::hardware_concurrency()));
+  model::Engine engine(model, model::EngineOptions{threads});
+  model::KvCache cache = engine.new_cache(int(prompt.size()) + a.n);
+  model::SamplingParams sp;
+  sp.temperature = a.temp;
+  sp.top_k = a.top_k;
+  sp.top_p = a.top_p;
+  sp.seed = a.seed;
+  model::Sampler sampler(sp);
+  model::GenerateOptions opt;
+  opt.max_steps = a.n;
+  if (tokenizer && !a.ignore_eos) opt.is_eog = [&](int32_t id) { return tokenizer->is_eog(id); };
+
+  std::vector<float> dump;
+  std::unique_ptr<tok::StreamDecoder> stream;
+  if (tokenizer) stream = std::make_unique<tok::StreamDecoder>(*tokenizer);
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  auto t_first = t0;
+  const model::GenerateResult r = model::generate(
+      engine, cache, prompt, opt, sampler,
+      [&](int step, std::span<const float> logits, int32_t token) {
+        if (step == 0) t_first = clock::now();
+        if (!a.dump_logits.empty()) dump.insert(dump.end(), logits.begin(), logits.end());
+        if (stream) {
+          const std::string text = stream->push(token);
+          std::fwrite(text.data(), 1, text.size(), stdout);
+        } else {
+          std::printf("%s%d", step ? " " : "", token);
+        }
+        std::fflush(stdout);
+      });
+  const auto t1 = clock::now();
+  if (stream) {
+    const std::string tail = stream->flush();
+    std::fwrite(tail.data(), 1, tail.size(), stdout);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+
+  if (!a.dump_logits.empty()) {
+    AtomicFile logits_file(a.dump_logits, a.force);
+    logits_file.sink().write(dump.data(), dump.size() * sizeof(float));
+    AtomicFile tokens_file(a.dump_logits + ".tokens", a.force);
+    tokens_file.sink().write(prompt.data(), prompt.size() * sizeof(int32_t));
+    tokens_file.sink().write(r.tokens.data(), r.tokens.size() * sizeof(int32_t));
+    logits_file.commit();
+    tokens_file.commit();
+  }
+  if (!a.quiet) {
+    const double prefill_s = std::chrono::duration<double>(t_first - t0).count();
+    const double decode_s = std::chrono::duration<double>(t1 - t_first).count();
+    const size_t decoded = r.tokens.size() > 1 ? r.tokens.size() - 1 : 0;
+    std::fprintf(stderr,
+                 "ember: %zu prompt tokens (%.1f tok/s), %zu generated (%.1f tok/s)%s, %d threads, "
+                 "%s\n",
+                 prompt.size(), prefill_s > 0 ? double(prompt.size()) / prefill_s : 0.0,
+                 r.tokens.size(), decode_s > 0 ? double(decoded) / decode_s : 0.0,
+                 r.stopped_at_eog ? ", stopped at end of generation" : "", threads,
+                 engine.fingerprint().c_str());
+  }
+}
+
+}  // namespace
+
+void register_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "Generate with ember's deterministic CPU engine");
+  cmd->add_option("--model", args->model, "GGUF model file")->required();
+  cmd->add_option("--tokenizer", args->tokenizer,
+                  "Hugging Face tokenizer.json (default: the GGUF's own tokenizer)");
+  auto* prompt = cmd->add_option("--prompt", args->prompt, "prompt text");
+  auto* ids = cmd->add_option("--prompt-ids", args->prompt_ids,
+                              "prompt as comma-separated token ids (used as given: no BOS added)");
+  prompt->excludes(ids);
+  cmd->add_option("-n", args->n, "selection steps (tokens to generate)")->capture_default_str();
+  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)");
+  cmd->add_option("--temp", args->temp, "sampling temperature (0: greedy)")->capture_default_str();
+  cmd->add_option("--top-k", args->top_k, "keep the k most likely tokens (0: all)");
+  cmd->add_option("--top-p", args->top_p, "nucleus probability mass in (0, 1]");
+  cmd->add_option("--seed", args->seed, "sampling seed");
+  cmd->add_option("--dump-logits", args->dump_logits,
+                  "write every step's f32 logits [steps][vocab] to FILE and the prompt + chosen "
+                  "ids (int32) to FILE.tokens");
+  cmd->add_flag("--no-bos", args->no_bos, "do not prepend BOS to --prompt");
+  cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop at end-of-generation tokens");
+  cmd->add_flag("--force", args->force, "overwrite existing --dump-logits files");
+  cmd->add_flag("--quiet", args->quiet, "no statistics line on stderr");
+  cmd->callback([args] {
+    if (args->prompt.empty() && args->prompt_ids.empty())
+      fail_field("ember run", "prompt", "--prompt TEXT or --prompt-ids LIST", "neither");
+    run(*args);
+  });
+}
 
 }  // namespace ember::cli

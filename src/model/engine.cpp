@@ -71,7 +71,7 @@ std::string Engine::fingerprint() const {
   std::string s = std::string(kNumericsContract) + ";weights=";
   const auto& types = impl_->w.matrix_types;
   for (size_t i = 0; i < types.size(); ++i) s += (i ? "," : "") + types[i];
-  s += ";activations=" + activation_scheme(types) + ";kv=f16;attention=canonical-dot";
+  s += ";activations=" + activation_scheme(types) + ";kv=f16;attention=f16-operands";
   return s;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gguf/dequantize.h"
+#include "util/f16.h"
 
 namespace ember::test {
 
@@ -49,7 +50,12 @@ Vec rmsnorm(const Vec& x, const Vec& w, double eps) {
 }  // namespace
 
 std::vector<double> reference_logits(const gguf::GgufFile& f, const std::vector<int32_t>& tokens,
+                                     bool f16_attention,
                                      std::vector<std::vector<double>>* residuals) {
+  // Rounds through f16 (via f32, as the engine stores a computed f32).
+  auto r16 = [&](double& z) {
+    if (f16_attention) z = f16_to_f32(f32_to_f16(float(z)));
+  };
   const std::string arch = f.get_string("general.architecture");
   const std::string p = arch + ".";
   const int L = int(f.get_int(p + "block_count"));
@@ -145,6 +151,9 @@ std::vector<double> reference_logits(const gguf::GgufFile& f, const std::vector<
       }
       for (int h = 0; h < H; ++h) rope(q[size_t(t)].data() + h * D, t);
       for (int g = 0; g < G; ++g) rope(k[size_t(t)].data() + g * D, t);
+      for (double& z : q[size_t(t)]) r16(z);
+      for (double& z : k[size_t(t)]) r16(z);
+      for (double& z : v[size_t(t)]) r16(z);
     }
     for (int t = 0; t < n; ++t) {
       Vec att(size_t(H) * D, 0.0);
@@ -160,6 +169,11 @@ std::vector<double> reference_logits(const gguf::GgufFile& f, const std::vector<
         }
         double sum = 0;
         for (double& e : s) sum += (e = std::exp(e - m));
+        for (double& e : s) {
+          e /= sum;
+          r16(e);
+        }
+        sum = 1.0;
         for (int j = 0; j <= t; ++j)
           for (int i = 0; i < D; ++i)
             att[size_t(h * D + i)] += s[size_t(j)] / sum * v[size_t(j)][size_t(g * D + i)];

@@ -71,6 +71,7 @@ struct Case {
   const char* ref;   // reference stem under models/, without .pK
   int steps;
   double max_tol, mean_tol;  // per row
+  double overall_mean_tol;   // over all rows
   int argmax_mismatch_tol;
 };
 
@@ -87,6 +88,7 @@ void run_case(const Case& c, const std::vector<std::string>& suffixes, bool chec
                 st.argmax_mismatch);
     EXPECT_LE(st.worst_max, c.max_tol) << c.ref << sfx;
     EXPECT_LE(st.worst_mean, c.mean_tol) << c.ref << sfx;
+    EXPECT_LE(st.overall_mean, c.overall_mean_tol) << c.ref << sfx;
     EXPECT_LE(st.argmax_mismatch, c.argmax_mismatch_tol) << c.ref << sfx;
     if (check_greedy && !ids.empty()) {
       // Free-running greedy generation reproduces the reference's chosen ids.
@@ -103,42 +105,48 @@ void run_case(const Case& c, const std::vector<std::string>& suffixes, bool chec
 
 const std::vector<std::string> kPrompts = {".p1", ".p2", ".p3"};
 
+// The README's bound for F32: max 0.05, mean 0.005 on every row, same argmax, same greedy ids.
 TEST(ReferenceLogits, Stories260K_F32) {
-  run_case({"stories260K.gguf", "reference/stories260K", 48, 0.05, 0.005, 0}, kPrompts, true);
+  run_case({"stories260K.gguf", "reference/stories260K", 48, 0.05, 0.005, 0.005, 0}, kPrompts, true);
 }
+// F16 weights: llama.cpp rounds the activations of F16 matmuls to f16 and ember keeps them
+// f32 (ops/matmul.h), so some rows differ by more than the README's per-row mean of 0.005
+// (measured worst 0.0124; docs/numerics.md); max, argmax, greedy ids and the overall mean
+// meet the README's bounds.
 TEST(ReferenceLogits, Stories260K_F16) {
-  run_case({"stories260K-F16.gguf", "reference/stories260K-F16", 48, 0.05, 0.005, 0}, kPrompts, true);
+  run_case({"stories260K-F16.gguf", "reference/stories260K-F16", 48, 0.05, 0.02, 0.005, 0}, kPrompts, true);
 }
-// Quantized files: bounds are the measured differences with margin (docs/numerics.md).
+// Quantized files: 8-bit activation blocks differ from llama.cpp's by a rounding flip here and
+// there; the bounds are the measured differences with margin (docs/numerics.md).
 TEST(ReferenceLogits, Stories260K_Q8_0) {
-  run_case({"stories260K-Q8_0.gguf", "reference/stories260K-Q8_0", 48, 1.0, 0.1, 48}, kPrompts, false);
+  run_case({"stories260K-Q8_0.gguf", "reference/stories260K-Q8_0", 48, 0.5, 0.3, 0.1, 2}, kPrompts, false);
 }
 TEST(ReferenceLogits, Stories260K_Q4_0) {
-  run_case({"stories260K-Q4_0.gguf", "reference/stories260K-Q4_0", 48, 1.0, 0.1, 48}, kPrompts, false);
+  run_case({"stories260K-Q4_0.gguf", "reference/stories260K-Q4_0", 48, 0.5, 0.3, 0.1, 2}, kPrompts, false);
 }
 TEST(ReferenceLogits, Stories260K_Q4_K_M) {
-  run_case({"stories260K-Q4_K_M.gguf", "reference/stories260K-Q4_K_M", 48, 1.0, 0.1, 48}, kPrompts, false);
+  run_case({"stories260K-Q4_K_M.gguf", "reference/stories260K-Q4_K_M", 48, 0.5, 0.3, 0.1, 2}, kPrompts, false);
 }
 TEST(ReferenceLogits, SyntheticLlamaGqa_F32) {
-  run_case({"synthetic/llama-gqa-s5005.F32.gguf", "synthetic/llama-gqa-s5005.F32", 16, 0.05, 0.005, 0}, {""}, true);
+  run_case({"synthetic/llama-gqa-s5005.F32.gguf", "synthetic/llama-gqa-s5005.F32", 16, 0.05, 0.005, 0.005, 0}, {""}, true);
 }
 TEST(ReferenceLogits, SyntheticLlamaGqa_Q4_K_M) {
-  run_case({"synthetic/llama-gqa-s5005.Q4_K_M.gguf", "synthetic/llama-gqa-s5005.Q4_K_M", 16, 1.0, 0.1, 16}, {""}, false);
+  run_case({"synthetic/llama-gqa-s5005.Q4_K_M.gguf", "synthetic/llama-gqa-s5005.Q4_K_M", 16, 0.7, 0.2, 0.15, 2}, {""}, false);
 }
 TEST(ReferenceLogits, SyntheticLlamaGqa_Q5_K_M) {
-  run_case({"synthetic/llama-gqa-s5005.Q5_K_M.gguf", "synthetic/llama-gqa-s5005.Q5_K_M", 16, 1.0, 0.1, 16}, {""}, false);
+  run_case({"synthetic/llama-gqa-s5005.Q5_K_M.gguf", "synthetic/llama-gqa-s5005.Q5_K_M", 16, 0.7, 0.2, 0.15, 2}, {""}, false);
 }
 TEST(ReferenceLogits, SyntheticLlamaGqa_Q6_K) {
-  run_case({"synthetic/llama-gqa-s5005.Q6_K.gguf", "synthetic/llama-gqa-s5005.Q6_K", 16, 1.0, 0.1, 16}, {""}, false);
+  run_case({"synthetic/llama-gqa-s5005.Q6_K.gguf", "synthetic/llama-gqa-s5005.Q6_K", 16, 0.7, 0.2, 0.15, 2}, {""}, false);
 }
 TEST(ReferenceLogits, SyntheticQwen2Bias_F32) {
-  run_case({"synthetic/qwen2-bias-s5006.F32.gguf", "synthetic/qwen2-bias-s5006.F32", 16, 0.05, 0.005, 0}, {""}, true);
+  run_case({"synthetic/qwen2-bias-s5006.F32.gguf", "synthetic/qwen2-bias-s5006.F32", 16, 0.05, 0.005, 0.005, 0}, {""}, true);
 }
 TEST(ReferenceLogits, SyntheticQwen2Bias_Q8_0) {
-  run_case({"synthetic/qwen2-bias-s5006.Q8_0.gguf", "synthetic/qwen2-bias-s5006.Q8_0", 16, 1.0, 0.1, 16}, {""}, false);
+  run_case({"synthetic/qwen2-bias-s5006.Q8_0.gguf", "synthetic/qwen2-bias-s5006.Q8_0", 16, 0.4, 0.1, 0.08, 2}, {""}, false);
 }
 TEST(ReferenceLogits, SyntheticQwen2Bias_Q4_K_M) {
-  run_case({"synthetic/qwen2-bias-s5006.Q4_K_M.gguf", "synthetic/qwen2-bias-s5006.Q4_K_M", 16, 1.0, 0.1, 16}, {""}, false);
+  run_case({"synthetic/qwen2-bias-s5006.Q4_K_M.gguf", "synthetic/qwen2-bias-s5006.Q4_K_M", 16, 0.7, 0.2, 0.15, 4}, {""}, false);
 }
 
 }  // namespace
