@@ -1,11 +1,12 @@
 // Model::load: open the GGUF, check the configuration, bind the weights to the mapping.
 #include <algorithm>
+#include <mutex>
 #include <set>
 
 #include "gguf/dequantize.h"
+#include "gguf/identity.h"
 #include "model/weights.h"
 #include "util/error.h"
-#include "util/sha256.h"
 
 namespace ember::model {
 
@@ -33,22 +34,6 @@ std::vector<float> vec(const gguf::GgufFile& f, const std::string& name) {
     fail_field(f.path(), "tensor " + name + " type", "f32, f16 or bf16",
                gguf::type_name(uint32_t(t.type)));
   return gguf::dequantize_tensor(t);
-}
-
-// Placeholder identity until gguf/identity.h lands: SHA-256 over every tensor's name, type,
-// shape and bytes in file order.
-std::string tensor_identity(const gguf::GgufFile& f) {
-  Sha256 h;
-  h.update_field("ember.model-identity.placeholder");
-  for (const auto& t : f.tensors()) {
-    h.update_field(t.name);
-    h.update_u64(uint64_t(t.type));
-    h.update_u64(t.shape.size());
-    for (uint64_t d : t.shape) h.update_u64(d);
-    h.update_u64(t.n_bytes);
-    h.update(t.data, t.n_bytes);
-  }
-  return to_hex(h.finish());
 }
 
 class LoadedModel final : public Model {
@@ -85,18 +70,23 @@ class LoadedModel final : public Model {
       }
     }
     w.matrix_types.assign(types.begin(), types.end());
-    identity_ = tensor_identity(file_);
   }
   const ModelConfig& config() const override { return config_; }
   const gguf::GgufFile& file() const override { return file_; }
-  const std::string& identity() const override { return identity_; }
+  // Computed on first use: it reads every weight byte once (seconds for a 1-2 B model), which
+  // `ember run` never needs.
+  const std::string& identity() const override {
+    std::call_once(identity_once_, [this] { identity_ = gguf::model_identity(file_).hex(); });
+    return identity_;
+  }
   const ModelWeights& weights() const { return weights_; }
 
  private:
   gguf::GgufFile file_;
   ModelConfig config_;
   ModelWeights weights_;
-  std::string identity_;
+  mutable std::once_flag identity_once_;
+  mutable std::string identity_;
 };
 
 }  // namespace

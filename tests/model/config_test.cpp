@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "gguf/identity.h"
 #include "gguf/writer.h"
 #include "model/config.h"
 #include "model/engine.h"
@@ -173,5 +174,16 @@ TEST(Rope, InverseUndoesRotationAndPositionZeroIsIdentity) {
   }
 }
 
+}  // namespace
+}  // namespace ember::model
+
+namespace ember::model {
+namespace {
+TEST(ModelIdentity, IsTheGgufModelIdentity) {
+  const auto f = gguf::GgufFile::open(test::shared_path("models/stories260K.gguf"));
+  auto m = Model::load(f);
+  EXPECT_EQ(m->identity(), gguf::model_identity(f).hex());
+  EXPECT_NE(m->identity(), Model::load(test::shared_path("models/stories260K-Q8_0.gguf"))->identity());
+}
 }  // namespace
 }  // namespace ember::model
