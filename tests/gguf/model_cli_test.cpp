@@ -105,6 +105,24 @@ TEST(ModelCli, SynthThenInspect) {
   EXPECT_EQ(rc, 2);
 }
 
+// The built-in tokenizer is the one docs/formats/gguf.md describes, as ember's tokenizer
+// (a separate module, coordinated only through that document) reads it.
+TEST(ModelCli, SynthTokenizerLoadsInEmberTokenize) {
+  const std::string out = test::temp_dir("model-cli-tok") + "/m.gguf";
+  ember("model synth --arch llama --layers 1 --hidden 32 --heads 2 --kv-heads 1 --ffn 32 "
+        "--vocab 400 --seed 9 -o " + out);
+  const auto j = nlohmann::json::parse(ember("tokenize --model " + out + " --json --prompt "
+                                             "'hello the world'"));
+  EXPECT_EQ(j["tokenizer"]["kind"], "bpe:ember-bytes");
+  const GgufFile f = GgufFile::open(out);
+  const auto tokens = f.get_string_array("tokenizer.ggml.tokens");
+  std::vector<std::string> pieces;
+  for (const auto& id : j["ids"]) pieces.push_back(tokens.at(id.get<size_t>()));
+  EXPECT_EQ(pieces, (std::vector<std::string>{"<|bos|>", "he", "l", "l", "o", "\xc4\xa0the",
+                                              "\xc4\xa0w", "o", "r", "l", "d"}));
+  EXPECT_EQ(j["ids"][0], f.get_int("tokenizer.ggml.bos_token_id"));
+}
+
 // Our quantizer reproduces llama-quantize bit for bit: every tensor that llama.cpp stored in
 // the same type as ember has identical bytes (and the fallbacks match too).
 TEST(ModelCli, QuantizeMatchesLlamaCppByteForByte) {
