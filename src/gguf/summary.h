@@ -40,7 +40,7 @@ struct ModelSummary {
 
 // Hashes every tensor for the identity (reads the whole file once).
 ModelSummary summarize(const GgufFile& file);
-// Fixed key order (documented in docs/cli/model.md).
+// Fixed key order (docs/formats/gguf.md, "ember model inspect").
 nlohmann::ordered_json summary_json(const ModelSummary& s);
 std::string summary_text(const ModelSummary& s, bool with_tensors = true);
 
