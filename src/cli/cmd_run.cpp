@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/pack_tokens.h"
 #include "gguf/gguf_file.h"
 #include "model/engine.h"
 #include "model/generate.h"
@@ -21,6 +22,7 @@ namespace {
 
 struct RunArgs {
   std::string model, tokenizer, prompt, prompt_ids, dump_logits;
+  std::string pack, allow;  // --pack: DOMCAP1 capability pack, checked against --allow
   int n = 64;
   int threads = 0;
   float temp = 0.0f, top_p = 1.0f;
@@ -74,7 +76,10 @@ void run(const RunArgs& a) {
     if (!tokenizer)
       fail_field(a.model, "tokenizer", "tokenizer metadata in the GGUF or --tokenizer JSON "
                  "(or pass --prompt-ids)", "none");
-    prompt = tokenizer->encode(a.prompt, !a.no_bos && tokenizer->add_bos_default());
+    // --pack: validated briefing (schema, allowlist, size in characters and tokens), then
+    // the prompt; its token cost is reported on stderr (docs/contracts.md).
+    const std::string text = a.pack.empty() ? a.prompt : apply_pack(a.pack, a.allow, *tokenizer, a.prompt);
+    prompt = tokenizer->encode(text, !a.no_bos && tokenizer->add_bos_default());
     if (prompt.empty()) fail_field("--prompt", "tokens", "at least one", "none");
   }
   for (int32_t id : prompt)
@@ -159,6 +164,10 @@ void register_run_command(CLI::App& app) {
   auto* ids = cmd->add_option("--prompt-ids", args->prompt_ids,
                               "prompt as comma-separated token ids (used as given: no BOS added)");
   prompt->excludes(ids);
+  auto* pack = cmd->add_option("--pack", args->pack,
+                               "DOMCAP1 capability pack: validate it, prepend its briefing to --prompt");
+  cmd->add_option("--allow", args->allow, "host tool allowlist that --pack is checked against");
+  pack->excludes(ids);
   cmd->add_option("-n", args->n, "selection steps (tokens to generate)")->capture_default_str();
   cmd->add_option("--threads", args->threads, "worker threads (default: all cores)");
   cmd->add_option("--temp", args->temp, "sampling temperature (0: greedy)")->capture_default_str();

@@ -225,3 +225,39 @@ TEST(PackCli, CountsBriefingTokensWithTheModelTokenizer) {
 
 }  // namespace
 }  // namespace ember::contract
+
+namespace ember::contract {
+namespace {
+
+TEST(PackCli, RunInjectsOnlyAValidatedBriefing) {
+  const std::string ember = test::ember_binary();
+  const std::string pack = kExamples + "/domcap1.valid.analytics-hotshot.json";
+  const std::string allow = kExamples + "/tool-allowlist.valid.host.json";
+  const std::string model = test::shared_path("models/stories260K.gguf");
+  const std::string run = ember + " run --model " + model + " --prompt 'Once upon a time' -n 2 --threads 1";
+  std::string out;
+  ASSERT_EQ(test::run_command(run + " --pack " + pack + " --allow " + allow, &out), 0) << out;
+  EXPECT_NE(out.find("capability pack analytics-hotshot: briefing 320 characters"), std::string::npos) << out;
+  EXPECT_NE(out.find("tools: sql.query, table.describe"), std::string::npos) << out;
+  // The briefing really is in the prompt: more prompt tokens than without it.
+  std::string plain;
+  ASSERT_EQ(test::run_command(run, &plain), 0) << plain;
+  auto prompt_tokens = [](const std::string& s) {
+    const size_t at = s.find(" prompt tokens");
+    size_t b = at;
+    while (b > 0 && std::isdigit(static_cast<unsigned char>(s[b - 1]))) --b;
+    return at == std::string::npos ? -1 : std::stoi(s.substr(b, at - b));
+  };
+  EXPECT_GT(prompt_tokens(out), prompt_tokens(plain) + 40) << out << plain;
+  // Refused packs never reach the model.
+  const std::string dir = test::temp_dir("runpack");
+  json bad = parse_json_strict(read_file(pack), "pack");
+  bad["tools"].push_back("shell.exec");
+  write_file_atomic(dir + "/bad.json", bad.dump(), false);
+  EXPECT_EQ(test::run_command(run + " --pack " + dir + "/bad.json --allow " + allow, &out), 2) << out;
+  EXPECT_NE(out.find("tool-not-allowed"), std::string::npos) << out;
+  EXPECT_EQ(test::run_command(run + " --pack " + pack, &out), 2) << out;  // no --allow
+}
+
+}  // namespace
+}  // namespace ember::contract
