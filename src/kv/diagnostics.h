@@ -11,16 +11,14 @@
 // argmax from its own resume token for K steps. Only the token sequences are compared (the
 // inputs differ after a divergence, so activations are not).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "kv/compare_state.h"
-
-namespace ember::model {
-class Engine;
-}
+#include "model/engine.h"
 
 namespace ember::kv {
 
@@ -67,9 +65,24 @@ struct DiagnosticsOptions {
   int steps = 8;
 };
 
-// Runs both phases on `engine`, whose model must be LEFT's (Error naming the identities
-// otherwise). The caller has checked alignment. RIGHT may come from another model of the
-// same architecture (a crossing comparison): it is still evaluated by LEFT's model.
+// What the diagnostics need of a model: one decode step. forward(cache, token, hooks)
+// evaluates `token` at position cache.n_pos, appends its K/V, advances the cursor, reports
+// each layer's attention output through hooks->on_attn_out (n = 1), and returns the logits
+// [n_vocab]. The engine is one (diagnostics_engine.cpp); tests can plug a toy model.
+struct DiagnosticModel {
+  std::string identity;  // model identity hash; must be LEFT's
+  int n_layers = 0, n_kv_heads = 0, head_dim = 0, n_embd = 0, n_vocab = 0;
+  std::function<std::vector<float>(model::KvCache&, int32_t, const model::ForwardHooks*)> forward;
+};
+
+// Runs both phases. Error naming the field when LEFT is not the model's, the geometry
+// differs from the model's, a resume token is out of range, or steps is not in 1..4096.
+// The caller has checked alignment. RIGHT may come from another model of the same geometry
+// (a crossing comparison): it is still evaluated by LEFT's model.
+Diagnostics run_diagnostics(const DiagnosticModel& model, const ComparedState& left,
+                            const ComparedState& right, const DiagnosticsOptions& options);
+
+// The same on the engine (one token per forward call).
 Diagnostics run_diagnostics(model::Engine& engine, const ComparedState& left,
                             const ComparedState& right, const DiagnosticsOptions& options);
 
