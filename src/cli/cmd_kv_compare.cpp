@@ -10,6 +10,8 @@
 #include "kv/perturb.h"
 #include "kv/report_html.h"
 #include "kv/state_loader.h"
+#include "model/engine.h"
+#include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/f16.h"
@@ -22,7 +24,8 @@ namespace {
 struct CompareArgs {
   std::string left, right;
   bool json = false, r2 = false, force = false;
-  std::string json_out, report, perturb;
+  std::string json_out, report, perturb, model, tokenizer;
+  int steps = 8;
   double max_abs = 0, min_cosine = 0, max_mse = 0, min_r2 = 0;
   CLI::Option *max_abs_opt = nullptr, *min_cosine_opt = nullptr, *max_mse_opt = nullptr,
               *min_r2_opt = nullptr;
@@ -37,6 +40,30 @@ struct PerturbArgs {
   CLI::Option* scale_opt = nullptr;
 };
 
+// LEFT is the reference and must be native to the loaded model, as strictly as an import:
+// the model identity covers the weights and hyper-parameters (so RoPE and norms), the
+// fingerprint the numerics, and the tokenizer identity the meaning of the prefix ids.
+void check_left_is_native(const kv::ComparedState& left, const model::Engine& engine,
+                          const std::string& tokenizer_identity) {
+  const char* where = "kv compare LEFT";
+  const kv::StateIdentity& id = left.identity;
+  if (id.kind != "native") fail_field(where, "kind", "native", id.kind);
+  if (id.model_identity != engine.model().identity()) {
+    fail_field(where, "model.identity", engine.model().identity() + " (--model)", id.model_identity);
+  }
+  if (id.architecture != model::arch_name(engine.config().arch)) {
+    fail_field(where, "model.architecture", model::arch_name(engine.config().arch), id.architecture);
+  }
+  if (id.engine_fingerprint != engine.fingerprint()) {
+    fail_field(where, "numerics.engine_fingerprint", engine.fingerprint() + " (this engine)",
+               id.engine_fingerprint);
+  }
+  if (left.coords.tokenizer_identity != tokenizer_identity) {
+    fail_field(where, "tokenizer.identity", tokenizer_identity + " (the model's tokenizer)",
+               left.coords.tokenizer_identity);
+  }
+}
+
 void run_compare(const CompareArgs& a) {
   kv::CompareOptions opts;
   opts.r2 = a.r2;
@@ -50,6 +77,9 @@ void run_compare(const CompareArgs& a) {
   kv::validate_thresholds(opts.thresholds);
   if (a.threads < 1 || a.threads > 256) {
     fail_field("kv compare", "--threads", "1..256", std::to_string(a.threads));
+  }
+  if (!a.model.empty() && (a.steps < 1 || a.steps > 4096)) {
+    fail_field("kv compare", "--steps", "1..4096", std::to_string(a.steps));
   }
   // Refuse to clobber outputs before doing any work.
   for (const std::string& out : {a.json_out, a.report}) {
@@ -70,6 +100,16 @@ void run_compare(const CompareArgs& a) {
     report = kv::compare_states(left, *perturbed, opts, &pool);
   } else {
     report = kv::compare_states(left, right, opts, &pool);
+  }
+  if (!a.model.empty()) {
+    const std::shared_ptr<const model::Model> m = model::Model::load(a.model);
+    model::Engine engine(m, model::EngineOptions{a.threads});
+    const std::unique_ptr<tok::Tokenizer> t = a.tokenizer.empty()
+                                                  ? tok::Tokenizer::from_gguf(m->file())
+                                                  : tok::Tokenizer::from_json_file(a.tokenizer);
+    check_left_is_native(left, engine, t->identity());
+    const kv::ComparedState& r = perturbed ? perturbed->state() : right;
+    report.diagnostics = kv::run_diagnostics(engine, left, r, kv::DiagnosticsOptions{a.steps});
   }
   const std::string json = kv::report_json(report);
   if (!a.json_out.empty()) write_file_atomic(a.json_out, json, a.force);
@@ -127,6 +167,9 @@ void register_kv_compare_commands(CLI::App& kv) {
   ca->max_mse_opt = c->add_option("--max-mse", ca->max_mse, "Fail when a head's MSE exceeds M");
   ca->min_r2_opt = c->add_option("--min-r2", ca->min_r2, "Fail when a head's R² is below R (implies --r2)");
   c->add_option("--perturb", ca->perturb, "Apply this perturbation receipt to RIGHT in memory");
+  c->add_option("--model", ca->model, "Run the diagnostics with LEFT's model (GGUF)");
+  c->add_option("--tokenizer", ca->tokenizer, "tokenizer.json (default: the GGUF's own)");
+  c->add_option("--steps", ca->steps, "Diagnostic steps K (default 8)");
   c->add_option("--threads", ca->threads, "Threads (results do not depend on it)");
   c->add_option("--report", ca->report, "Write the self-contained HTML report");
   c->add_flag("--force", ca->force, "Overwrite existing output files");
