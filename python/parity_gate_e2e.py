@@ -1,5 +1,5 @@
 """The two-process parity gate on real ember output (issue 8.3). Run it with
-    EMBER_BINARY=build/ember EMBER_SHARED_DIR=../shared PYTHONPATH=python:python/tests/.. \
+    EMBER_BINARY=build/ember EMBER_SHARED_DIR=../shared PYTHONPATH=python \
         /usr/bin/python3 python/parity_gate_e2e.py
 It needs `ember kv export` (the snapshot work); it moves under python/tests/ (and so into
 CTest) once that command is on main. process 1 is ember (run with
@@ -19,7 +19,8 @@ import numpy as np
 
 from tests.support import SOURCE_DIR, run_ember, shared_path
 
-SCHEMA = json.load(open(os.path.join(SOURCE_DIR, "schemas", "parity-receipt.schema.json")))
+with open(os.path.join(SOURCE_DIR, "schemas", "parity-receipt.schema.json")) as _f:
+    SCHEMA = json.load(_f)
 
 PROMPT = "Lily wanted to play with the big red ball, but her mom said"
 
@@ -46,7 +47,10 @@ def process_2(kvc, model, logits, receipt, assume_layout=None):
         args += ["--assume-layout", assume_layout]
     env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "python"))
     proc = subprocess.run(args, capture_output=True, text=True, env=env)
-    return proc, json.load(open(receipt)) if os.path.exists(receipt) else None
+    if not os.path.exists(receipt):
+        return proc, None
+    with open(receipt) as f:
+        return proc, json.load(f)
 
 
 class TwoProcessGate(unittest.TestCase):
