@@ -119,6 +119,31 @@ TEST(CompareCliModel, SelfZeroAndScaleOneOnStories) {
   for (const json& s : rep["diagnostics"]["same_input"]["steps"]) EXPECT_EQ(s["logits"]["max_abs"], 0.0);
 }
 
+TEST(CompareCliModel, ZeroingLayer0Head0OnASynthesizedQwen2) {
+  const std::string dir = test::temp_dir("synth");
+  const std::string model = dir + "/qwen2.gguf";
+  const CliRun s = run("model synth --arch qwen2 --layers 3 --hidden 64 --heads 4 --kv-heads 2 "
+                       "--ffn 128 --vocab 512 --qkv-bias --tied --type f32 --seed 11 -o " + q(model));
+  ASSERT_EQ(s.rc, 0) << s.out;
+  const std::string a = native_snapshot(model, kPrompt);
+  ASSERT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --zero --receipt " +
+                q(dir + "/z.json")).rc, 0);
+  const CliRun r = run("kv compare --json " + q(a) + " " + q(a) + " --perturb " + q(dir + "/z.json") +
+                       " --model " + q(model) + " --steps 3");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const json rep = parse_report(r);
+  for (const json& h : rep["heads"]) {
+    const bool hit = h["layer"] == 0 && h["head"] == 0;
+    EXPECT_EQ(h["k"]["mismatches"].get<int>() > 0, hit) << h.dump();
+    EXPECT_EQ(h["v"]["mismatches"].get<int>() > 0, hit) << h.dump();
+  }
+  const json& s0 = rep["diagnostics"]["same_input"]["steps"][0];
+  EXPECT_LT(s0["attn_out"][0]["cosine"].get<double>(), 1.0);
+  EXPECT_LT(s0["logits"]["cosine"].get<double>(), 1.0);
+  std::printf("[synth qwen2] zero L0 H0 kv: layer-0 attn-out cosine %.6f, logit cosine %.6f\n",
+              s0["attn_out"][0]["cosine"].get<double>(), s0["logits"]["cosine"].get<double>());
+}
+
 TEST(CompareCliModel, F32AgainstQ8IsAQuantizationBoundaryStudy) {
   const std::string f32 = test::shared_path("models/stories260K.gguf");
   const std::string q8 = test::shared_path("models/stories260K-Q8_0.gguf");
