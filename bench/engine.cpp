@@ -1,0 +1,194 @@
+// Engine throughput on synthetic models with real geometries (gguf/synth.h presets):
+//   decode: achieved weight bytes/s (all matrices read per token) over the measured
+//           memory-read bandwidth of the same thread count (goal >= 0.6);
+//   prefill: achieved FLOP/s (2 * matrix params * tokens + attention) over the measured FMA
+//           peak of the same thread count and path (goal >= 0.4).
+// Plus a profile of where the time goes (projections, attention + O, MLP, LM head), from
+// timestamps taken in the engine's own hooks.
+//
+// Usage: bench_engine [--models qwen05-q8,qwen05-q4k,llama1b-q8] [--threads 1,2]
+//                     [--prefill 64] [--decode 16] [--dir DIR]
+// Models are synthesized into DIR (default: a temporary directory, removed at exit) unless
+// a file of that name is already there.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_limits.h"
+#include "gguf/synth.h"
+#include "model/engine.h"
+#include "model/weights.h"
+
+using namespace ember;
+
+namespace {
+
+struct Preset {
+  const char* key;
+  const char* preset;
+  gguf::TensorType type;
+};
+const Preset kPresets[] = {
+    {"qwen05-q8", "qwen2.5-0.5b", gguf::TensorType::Q8_0},
+    {"qwen05-q4k", "qwen2.5-0.5b", gguf::TensorType::Q4_K},
+    {"llama1b-q8", "llama-3.2-1b", gguf::TensorType::Q8_0},
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
+}
+
+// Bytes of every matrix a decode step reads (the LM head included; the embedding row is not).
+double weight_bytes(const model::Model& m) {
+  const model::ModelWeights& w = model::weights_of(m);
+  auto bytes = [](const ops::WeightMatrix& W) {
+    return double(gguf::row_bytes(W.type, uint64_t(W.cols))) * double(W.rows);
+  };
+  double b = bytes(w.output);
+  for (const auto& L : w.layers)
+    b += bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.w_gate) +
+         bytes(L.w_up) + bytes(L.w_down);
+  return b;
+}
+
+double matrix_params(const model::Model& m) {
+  const model::ModelWeights& w = model::weights_of(m);
+  auto p = [](const ops::WeightMatrix& W) { return double(W.rows) * double(W.cols); };
+  double s = p(w.output);
+  for (const auto& L : w.layers)
+    s += p(L.wq) + p(L.wk) + p(L.wv) + p(L.wo) + p(L.w_gate) + p(L.w_up) + p(L.w_down);
+  return s;
+}
+
+// Phase timer driven by the hooks: time between consecutive hook calls is charged to the
+// phase that just ended.
+struct Profile {
+  double qkv = 0, attn = 0, mlp = 0, head = 0, total = 0;
+  double last = 0;
+  model::ForwardHooks hooks;
+  Profile() {
+    hooks.on_residual = [this](int, int, int, const float*) { mark(&mlp); };
+    hooks.on_kv = [this](int, int, int, const float*, const float*, const float*) { mark(&qkv); };
+    hooks.on_attn_out = [this](int, int, int, const float*) { mark(&attn); };
+  }
+  void start() { last = bench::now_s(); }
+  void mark(double* phase) {
+    const double t = bench::now_s();
+    *phase += t - last;
+    last = t;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string models = "qwen05-q8,qwen05-q4k,llama1b-q8", threads_arg = "1,2", dir;
+  int n_prefill = 64, n_decode = 16;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--models") models = v;
+    else if (a == "--threads") threads_arg = v;
+    else if (a == "--prefill") n_prefill = std::atoi(v.c_str());
+    else if (a == "--decode") n_decode = std::atoi(v.c_str());
+    else if (a == "--dir") dir = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  bool temp = false;
+  if (dir.empty()) {
+    dir = (std::filesystem::temp_directory_path() / ("ember-bench-engine-" + std::to_string(::getpid()))).string();
+    temp = true;
+  }
+  std::filesystem::create_directories(dir);
+  const SimdLevel level = active_simd();
+  std::printf("bench_engine: simd=%s prefill=%d tokens, decode=%d tokens after it\n",
+              simd_name(level), n_prefill, n_decode);
+  std::map<int, std::pair<double, double>> limits;  // threads -> (bandwidth, peak)
+  for (const std::string& t : split(threads_arg)) {
+    ThreadPool pool(std::atoi(t.c_str()));
+    const double bw = bench::read_bandwidth(pool, size_t(256) << 20, 3);
+    const double peak = bench::fma_peak(pool, level == SimdLevel::scalar ? SimdLevel::avx2 : level);
+    limits[pool.size()] = {bw, peak};
+    std::printf("limits at %d threads: read bandwidth %.2f GB/s, FMA peak %.1f GFLOP/s\n",
+                pool.size(), bw / 1e9, peak / 1e9);
+  }
+  int status = 0;
+  for (const std::string& key : split(models)) {
+    const Preset* p = nullptr;
+    for (const Preset& q : kPresets)
+      if (key == q.key) p = &q;
+    if (!p) {
+      std::fprintf(stderr, "unknown model %s\n", key.c_str());
+      return 2;
+    }
+    const std::string path = dir + "/" + key + ".gguf";
+    if (!std::filesystem::exists(path)) {
+      const double t0 = bench::now_s();
+      gguf::SynthSpec spec = gguf::synth_preset(p->preset);
+      spec.type = p->type;
+      spec.seed = 1;
+      gguf::synth_model(spec).write_file(path, false);
+      std::printf("synthesized %s (%s, %s) in %.1f s\n", key.c_str(), p->preset,
+                  gguf::traits(p->type).name, bench::now_s() - t0);
+    }
+    auto model = model::Model::load(path);
+    const model::ModelConfig& c = model->config();
+    const double wbytes = weight_bytes(*model), params = matrix_params(*model);
+    std::vector<int32_t> tokens(size_t(n_prefill + n_decode));
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7919 + 13) % size_t(c.n_vocab));
+    for (const auto& [threads, lim] : limits) {
+      model::Engine engine(model, model::EngineOptions{threads});
+      model::KvCache cache = engine.new_cache(n_prefill + n_decode + 1);
+      // Warm-up: touch the weights once (page faults are not the engine's cost).
+      {
+        model::KvCache warm = engine.new_cache(2);
+        engine.forward(warm, std::span(tokens.data(), 1));
+      }
+      Profile prefill_prof;
+      prefill_prof.start();
+      const double t0 = bench::now_s();
+      engine.forward(cache, std::span(tokens.data(), size_t(n_prefill)), &prefill_prof.hooks);
+      const double t1 = bench::now_s();
+      prefill_prof.mark(&prefill_prof.head);
+      prefill_prof.total = t1 - t0;
+      Profile decode_prof;
+      double t_dec = 0;
+      for (int i = 0; i < n_decode; ++i) {
+        decode_prof.start();
+        const double a = bench::now_s();
+        engine.forward(cache, std::span(tokens.data() + n_prefill + i, 1), &decode_prof.hooks);
+        const double b = bench::now_s();
+        decode_prof.mark(&decode_prof.head);
+        t_dec += b - a;
+      }
+      decode_prof.total = t_dec;
+      // Attention FLOPs of the prefill: QK and PV, 2 * 2 * H * D per (query, key) pair.
+      const double pairs = double(n_prefill) * (n_prefill + 1) / 2;
+      const double flops = 2 * params * n_prefill + 4.0 * c.n_heads * c.head_dim * pairs * c.n_layers;
+      const double prefill_tps = n_prefill / prefill_prof.total;
+      const double decode_tps = n_decode / t_dec;
+      const double prefill_ratio = flops / prefill_prof.total / lim.second;
+      const double decode_ratio = wbytes * decode_tps / lim.first;
+      std::printf("%-11s threads=%d  prefill %7.1f tok/s = %6.1f GFLOP/s = %.2f of FMA peak   "
+                  "decode %6.2f tok/s = %6.2f GB/s = %.2f of read bandwidth\n",
+                  key.c_str(), threads, prefill_tps, flops / prefill_prof.total / 1e9,
+                  prefill_ratio, decode_tps, wbytes * decode_tps / 1e9, decode_ratio);
+      for (const Profile* pr : {&prefill_prof, &decode_prof})
+        std::printf("  %s time: qkv+rope %4.1f%%  attention+O %4.1f%%  mlp %4.1f%%  lm head %4.1f%%\n",
+                    pr == &prefill_prof ? "prefill" : "decode ", 100 * pr->qkv / pr->total,
+                    100 * pr->attn / pr->total, 100 * pr->mlp / pr->total, 100 * pr->head / pr->total);
+    }
+  }
+  if (temp) std::filesystem::remove_all(dir);
+  return status;
+}
