@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job on a model that needs no download: synthesize a small model, inspect it.
+# The main job on a model that needs no download: synthesize a small model, inspect it, then
+# export its KV state, verify it, replay it, and run the exact-replay gate.
 set -euo pipefail
 EMBER=${1:-build/ember}
 work=${DEMO_DIR:-build/demo}
@@ -9,3 +10,21 @@ echo "== ember model synth (a deterministic random-weight qwen2-style model)"
   --vocab 512 --qkv-bias --tied --type q8_0 --seed 7 -o "$work/demo-qwen2.gguf" --force
 echo "== ember model inspect"
 "$EMBER" model inspect "$work/demo-qwen2.gguf"
+
+# --- KV snapshots (docs/formats/kv-snapshot-v1.md): export, verify, replay, the exact gate ---
+model="$work/demo-qwen2.gguf"
+prompt="The cache is a first-class artifact: export it, verify it, replay it."
+echo "== ember kv export (prefill the prompt; the resume token is stored, not cached)"
+"$EMBER" kv export --model "$model" --arch qwen2 --prompt "$prompt" --output "$work/snapshot" --force
+echo "== ember kv verify (format, sizes, hashes, consistency; no model needed)"
+"$EMBER" kv verify "$work/snapshot"
+echo "== ember kv replay (strict import, then continue from the resume token)"
+"$EMBER" kv replay --snapshot "$work/snapshot" --model "$model" --arch qwen2 -n 16 --ignore-eos
+echo "== a corrupted snapshot is refused (one flipped payload bit)"
+cp -r "$work/snapshot" "$work/snapshot-corrupt"
+printf '\x01' | dd of="$work/snapshot-corrupt/keys.f16le" bs=1 seek=100 conv=notrunc status=none
+if "$EMBER" kv verify "$work/snapshot-corrupt"; then echo "demo: corruption was not caught" >&2; exit 1; fi
+rm -rf "$work/snapshot-corrupt"
+echo "== ember kv validate-replay (three processes; native == concat(boundary, replay), f32 bit for bit)"
+"$EMBER" kv validate-replay --model "$model" --arch qwen2 --prompt "$prompt" -n 24 --out "$work/gate" --force \
+  --export-threads 2 --replay-threads 1 --replay-simd scalar

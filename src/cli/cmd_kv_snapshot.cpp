@@ -1,14 +1,146 @@
-// ember kv export | verify | replay | validate-replay (docs/formats/kv-snapshot-v1.md).
+// ember kv export | verify | replay | validate-replay (docs/formats/kv-snapshot-v1.md,
+// docs/cli-kv-snapshot.md). Thin over src/kv: parse flags, load, call, print.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "cli/commands.h"
+#include "cli/kv_gate.h"
+#include "kv/replay.h"
 #include "kv/snapshot.h"
+#include "kv/state_loader.h"
 #include "kv/strict_json.h"
+#include "model/engine.h"
+#include "tokenizer/tokenizer.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
 
 namespace ember::cli {
 namespace {
+
+constexpr const char* kProducer = "ember 0.1.0";
+
+struct ModelArgs {
+  std::string model, tokenizer, arch;
+  int threads = 0;
+};
+
+void add_model_flags(CLI::App* c, ModelArgs& a) {
+  c->add_option("--model", a.model, "GGUF model file")->required();
+  c->add_option("--tokenizer", a.tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
+  c->add_option("--arch", a.arch, "assert the model's architecture (llama|qwen2|qwen3)");
+  c->add_option("--threads", a.threads, "worker threads (default: all cores; results do not depend on it)");
+}
+
+struct Loaded {
+  std::shared_ptr<const model::Model> model;
+  std::unique_ptr<tok::Tokenizer> tokenizer;
+  std::unique_ptr<model::Engine> engine;
+};
+
+Loaded load(const ModelArgs& a) {
+  Loaded l;
+  l.model = model::Model::load(a.model);
+  const model::ModelConfig& cfg = l.model->config();
+  if (!a.arch.empty()) {
+    const model::Arch want = model::parse_arch(a.arch);
+    if (want != cfg.arch)
+      fail_field(a.model, "architecture", std::string(model::arch_name(want)) + " (--arch)",
+                 model::arch_name(cfg.arch));
+  }
+  if (!a.tokenizer.empty()) {
+    l.tokenizer = tok::Tokenizer::from_json_file(a.tokenizer);
+  } else if (l.model->file().has("tokenizer.ggml.model")) {
+    l.tokenizer = tok::Tokenizer::from_gguf(l.model->file());
+  } else {
+    // A snapshot names its tokenizer; without one the prefix has no identity.
+    fail_field(a.model, "tokenizer", "tokenizer metadata in the GGUF or --tokenizer JSON", "none");
+  }
+  if (l.tokenizer->n_vocab() > cfg.n_vocab)
+    fail_field(a.tokenizer.empty() ? a.model : a.tokenizer, "tokenizer vocabulary",
+               "at most the model's " + std::to_string(cfg.n_vocab) + " tokens",
+               std::to_string(l.tokenizer->n_vocab()));
+  const int threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  l.engine = std::make_unique<model::Engine>(l.model, model::EngineOptions{threads});
+  return l;
+}
+
+struct PromptArgs {
+  std::string text, file, ids;
+  bool no_bos = false;
+};
+
+void add_prompt_flags(CLI::App* c, PromptArgs& p) {
+  auto* t = c->add_option("--prompt", p.text, "prompt text");
+  auto* f = c->add_option("--prompt-file", p.file, "read the prompt text from a file (UTF-8)");
+  auto* i = c->add_option("--prompt-ids", p.ids, "prompt as comma-separated token ids (no BOS added)");
+  t->excludes(f)->excludes(i);
+  f->excludes(i);
+  c->add_flag("--no-bos", p.no_bos, "do not prepend BOS to the prompt text");
+}
+
+std::vector<int32_t> prompt_tokens(const PromptArgs& p, const Loaded& l) {
+  std::vector<int32_t> ids;
+  if (!p.ids.empty()) {
+    ids = parse_token_ids(p.ids);
+  } else {
+    const std::string text = !p.file.empty() ? read_file(p.file, size_t(64) << 20) : p.text;
+    if (p.file.empty() && p.text.empty())
+      fail_field("prompt", "source", "--prompt TEXT, --prompt-file F or --prompt-ids LIST", "none");
+    // Exactly as `ember run` encodes, so the replay gate compares like with like.
+    ids = l.tokenizer->encode(text, !p.no_bos && l.tokenizer->add_bos_default());
+  }
+  if (ids.empty()) fail_field("prompt", "tokens", "at least one", "none");
+  const int vocab = l.model->config().n_vocab;
+  for (int32_t id : ids)
+    if (id < 0 || id >= vocab)
+      fail_field("prompt", "token id", "below the vocabulary size " + std::to_string(vocab), std::to_string(id));
+  return ids;
+}
+
+void write_f32(const std::string& path, const std::vector<float>& v, bool force) {
+  AtomicFile f(path, force);
+  f.sink().write(v.data(), v.size() * sizeof(float));
+  f.commit();
+}
+
+std::string piece_text(const tok::Tokenizer& t, int32_t id) {
+  std::string s = t.token_bytes(id);
+  std::string out;
+  for (unsigned char c : s) out += (c < 0x20 || c == 0x7f) ? '.' : char(c);
+  return out;
+}
+
+void add_export(CLI::App& kv) {
+  struct Opts {
+    ModelArgs m;
+    PromptArgs p;
+    std::string output, boundary;
+    bool force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* c = kv.add_subcommand("export", "Prefill a prompt and write its KV state as ember.kv-snapshot.v1");
+  add_model_flags(c, o->m);
+  add_prompt_flags(c, o->p);
+  c->add_option("--output,-o", o->output, "snapshot directory to create")->required();
+  c->add_option("--boundary-logits", o->boundary,
+                "also write the boundary logits (f32 [vocab], not part of the snapshot) to FILE");
+  c->add_flag("--force", o->force, "replace an existing snapshot / logits file");
+  c->callback([o] {
+    const Loaded l = load(o->m);
+    const std::vector<int32_t> prefix = prompt_tokens(o->p, l);
+    kv::ExportResult r = kv::export_prefix(*l.engine, l.tokenizer->identity(), prefix, kProducer);
+    kv::write_snapshot(r.snapshot, o->output, o->force);
+    if (!o->boundary.empty()) write_f32(o->boundary, r.boundary_logits, o->force);
+    const kv::SnapshotManifest& m = r.snapshot.manifest;
+    std::printf("%s: %d prefix tokens at positions [0, %d); resume token %d '%s' at position %lld\n",
+                o->output.c_str(), m.geometry.positions, m.geometry.positions, int(m.resume.token),
+                piece_text(*l.tokenizer, m.resume.token).c_str(), static_cast<long long>(m.resume.position));
+    std::printf("keys %s\nvalues %s\n", m.keys.sha256.c_str(), m.values.sha256.c_str());
+  });
+}
 
 void add_verify(CLI::App& kv) {
   struct Opts {
@@ -36,8 +168,103 @@ void add_verify(CLI::App& kv) {
   });
 }
 
+void add_replay(CLI::App& kv) {
+  struct Opts {
+    ModelArgs m;
+    std::string snapshot, logits_out;
+    int n = 16;
+    bool ignore_eos = false, force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* c = kv.add_subcommand("replay", "Import a snapshot strictly and continue greedily from its resume token");
+  add_model_flags(c, o->m);
+  c->add_option("--snapshot", o->snapshot, "snapshot directory (or KVC1 file)")->required();
+  c->add_option("-n", o->n, "selection steps after the resume token")->capture_default_str();
+  c->add_option("--logits-out", o->logits_out, "write every step's f32 logits [steps][vocab] to FILE");
+  c->add_flag("--ignore-eos", o->ignore_eos, "do not stop at end-of-generation tokens");
+  c->add_flag("--force", o->force, "replace an existing --logits-out file");
+  c->callback([o] {
+    // The snapshot is verified in full before the model is even loaded.
+    const kv::Snapshot s = kv::load_state(o->snapshot);
+    const Loaded l = load(o->m);
+    kv::ContinueOptions opt;
+    opt.steps = o->n;
+    opt.keep_logits = !o->logits_out.empty();
+    opt.where = o->snapshot;
+    if (!o->ignore_eos) opt.is_eog = [&](int32_t id) { return l.tokenizer->is_eog(id); };
+    const kv::Continuation r = kv::replay(s, *l.engine, l.tokenizer->identity(), opt);
+    tok::StreamDecoder dec(*l.tokenizer);
+    std::string text = dec.push(s.manifest.resume.token);
+    for (int32_t t : r.tokens) text += dec.push(t);
+    text += dec.flush();
+    std::printf("%s\n", text.c_str());
+    if (opt.keep_logits) write_f32(o->logits_out, r.logits, o->force);
+    std::fprintf(stderr, "ember: resumed at position %lld from %d cached positions; %zu steps%s\n",
+                 static_cast<long long>(s.manifest.resume.position), s.manifest.geometry.positions,
+                 r.tokens.size(), r.stopped_at_eog ? ", stopped at end of generation" : "");
+  });
+}
+
+void add_validate_replay(CLI::App& kv) {
+  auto o = std::make_shared<GateArgs>();
+  CLI::App* c = kv.add_subcommand(
+      "validate-replay",
+      "The exact-replay gate: native == concat(boundary, replay), f32 bit for bit, in 3 processes");
+  c->add_option("--model", o->model, "GGUF model file")->required();
+  c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
+  c->add_option("--arch", o->arch, "assert the model's architecture");
+  auto* t = c->add_option("--prompt", o->prompt, "prompt text");
+  auto* f = c->add_option("--prompt-file", o->prompt_file, "prompt text file");
+  t->excludes(f);
+  c->add_option("-n", o->n, "selection steps of the uninterrupted run (>= 2)")->required();
+  c->add_option("--out", o->out, "directory for the logits, snapshot, logs and receipt.json")->required();
+  c->add_option("--threads", o->threads, "threads of every process (default: all cores)");
+  c->add_option("--native-threads", o->native_threads, "threads of the uninterrupted run");
+  c->add_option("--export-threads", o->export_threads, "threads of the export");
+  c->add_option("--replay-threads", o->replay_threads, "threads of the replay");
+  c->add_option("--native-simd", o->native_simd, "EMBER_SIMD of the uninterrupted run");
+  c->add_option("--export-simd", o->export_simd, "EMBER_SIMD of the export");
+  c->add_option("--replay-simd", o->replay_simd, "EMBER_SIMD of the replay");
+  c->add_flag("--force", o->force, "reuse an --out directory that already holds a gate run");
+  c->callback([o] {
+    if (o->prompt.empty() && o->prompt_file.empty())
+      fail_field("validate-replay", "prompt", "--prompt TEXT or --prompt-file F", "neither");
+    const GateOutcome g = run_replay_gate(*o);
+    std::printf("%s\n", g.summary.c_str());
+    std::printf("receipt: %s\n", g.receipt_path.c_str());
+    if (!g.pass) throw CheckFailed{"replay gate failed: " + g.summary};
+  });
+}
+
 }  // namespace
 
-void register_kv_snapshot_commands(CLI::App& kv) { add_verify(kv); }
+std::vector<int32_t> parse_token_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i <= s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    const std::string item = s.substr(i, j - i);
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty() || v < 0 || v > INT32_MAX)
+      fail_field("--prompt-ids", "item " + std::to_string(ids.size()), "a non-negative integer", "'" + item + "'");
+    ids.push_back(int32_t(v));
+    i = j + 1;
+  }
+  return ids;
+}
+
+void register_kv_snapshot_commands(CLI::App& kv) {
+  add_export(kv);
+  add_verify(kv);
+  add_replay(kv);
+  add_validate_replay(kv);
+}
 
 }  // namespace ember::cli

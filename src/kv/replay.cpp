@@ -1,0 +1,74 @@
+#include "kv/replay.h"
+
+#include "kv/import.h"
+#include "model/generate.h"
+#include "util/error.h"
+
+namespace ember::kv {
+namespace {
+
+Continuation run_loop(model::Engine& engine, model::KvCache& cache, std::span<const int32_t> input,
+                      const ContinueOptions& o) {
+  if (o.steps < 1) fail_field("generation", "steps", ">= 1", std::to_string(o.steps));
+  model::GenerateOptions g;
+  g.max_steps = o.steps;
+  g.is_eog = o.is_eog;
+  model::Sampler greedy(model::SamplingParams{});
+  Continuation c;
+  const model::GenerateResult r = model::generate(
+      engine, cache, input, g, greedy, [&](int, std::span<const float> logits, int32_t) {
+        if (o.keep_logits) c.logits.insert(c.logits.end(), logits.begin(), logits.end());
+      });
+  c.tokens = r.tokens;
+  c.stopped_at_eog = r.stopped_at_eog;
+  return c;
+}
+
+}  // namespace
+
+ExportResult export_prefix(model::Engine& engine, const std::string& tokenizer_identity,
+                           std::span<const int32_t> prefix, const std::string& producer) {
+  if (prefix.empty()) fail_field("export", "prefix", "at least one token", "none");
+  if (prefix.size() > size_t(kMaxPositions))
+    fail_field("export", "prefix", "at most " + std::to_string(kMaxPositions) + " tokens",
+               std::to_string(prefix.size()));
+  ExportResult out;
+  Snapshot& s = out.snapshot;
+  s.manifest = describe_target(engine, tokenizer_identity);
+  s.manifest.producer = producer;
+  s.manifest.prefix.tokens.assign(prefix.begin(), prefix.end());
+  const int P = int(prefix.size());
+  // Exactly P positions: the generation loop evaluates the prefix, selects the resume token
+  // from the boundary logits and (max_steps = 1) never evaluates it.
+  s.cache = engine.new_cache(P);
+  ContinueOptions o;
+  o.steps = 1;
+  o.keep_logits = true;
+  Continuation c = run_loop(engine, s.cache, prefix, o);
+  EMBER_CHECK(c.tokens.size() == 1 && s.cache.n_pos == P);
+  out.boundary_logits = std::move(c.logits);
+  s.manifest.resume.token = c.tokens[0];
+  s.manifest.resume.position = P;
+  seal(s);
+  s.manifest.validate("export");
+  return out;
+}
+
+Continuation replay(const Snapshot& snapshot, model::Engine& engine,
+                    const std::string& tokenizer_identity, const ContinueOptions& options) {
+  if (options.steps < 1) fail_field("replay", "steps", ">= 1", std::to_string(options.steps));
+  // Every check passes before anything is decoded.
+  model::KvCache cache =
+      import_for_model(snapshot, engine, tokenizer_identity, options.steps, options.where);
+  const int32_t resume = snapshot.manifest.resume.token;
+  EMBER_CHECK(cache.n_pos == snapshot.manifest.resume.position);
+  return run_loop(engine, cache, std::span<const int32_t>(&resume, 1), options);
+}
+
+Continuation generate_native(model::Engine& engine, std::span<const int32_t> prompt,
+                             const ContinueOptions& options) {
+  model::KvCache cache = engine.new_cache(int(prompt.size()) + options.steps);
+  return run_loop(engine, cache, prompt, options);
+}
+
+}  // namespace ember::kv
