@@ -103,7 +103,7 @@ TEST(KvCli, ExportReplayAndFailClosedPaths) {
   EXPECT_NE(log.find("payload.keys.sha256"), std::string::npos) << log;
 }
 
-TEST(KvCli, KillDuringExportLeavesNothingOrACompleteSnapshot) {
+TEST(KvCli, SlowKillDuringExportLeavesNothingOrACompleteSnapshot) {
   // A slow export (a 2048-token prefix on a synthetic model) killed with SIGKILL at
   // increasing delays: each time, the target is absent or verifies completely. Most kills
   // land in the prefill (writing takes milliseconds); the last run is given time to finish.

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "kv/snapshot.h"
+#include "kv/state_loader.h"
 #include "kv/strict_json.h"
 #include "kv/kv_test_util.h"
 #include "support/test_support.h"
@@ -273,6 +274,17 @@ TEST(SnapshotVerify, ReportListsEveryCheck) {
   EXPECT_FALSE(bad.ok);
   EXPECT_EQ(bad.checks[1].status, "failed");
   EXPECT_EQ(bad.checks.back().status, "skipped");
+}
+
+TEST(StateLoader, DispatchesOnDirectoryOrFile) {
+  const std::string dir = write_valid("loader");
+  EXPECT_EQ(kv::state_kind(dir), "snapshot-dir");
+  EXPECT_EQ(kv::load_state(dir).manifest.to_json(), kv::read_manifest(dir).to_json());
+  const std::string other = temp_dir("loader-file") + "/x.bin";
+  spit(other, "not a state");
+  EXPECT_EQ(kv::state_kind(other), "");
+  EXPECT_THROW(kv::load_state(other), Error);
+  EXPECT_THROW(kv::load_state(other + ".missing"), Error);
 }
 
 TEST(StrictJson, DuplicateDetectionKeepsSiblingsApart) {
