@@ -1,8 +1,5 @@
-"""The two-process parity gate on real ember output (issue 8.3). Run it with
-    EMBER_BINARY=build/ember EMBER_SHARED_DIR=../shared PYTHONPATH=python \
-        /usr/bin/python3 python/parity_gate_e2e.py
-It needs `ember kv export` (the snapshot work); it moves under python/tests/ (and so into
-CTest) once that command is on main. process 1 is ember (run with
+"""The two-process parity gate on real ember output (issue 8.3), in CTest (python_tests).
+Process 1 is ember (run with
 --dump-logits for the logits of uninterrupted inference after the resume token; kv export;
 kvc pack), process 2 is `python3 -m ember_kv.parity`. Each run writes a receipt that must
 validate against schemas/parity-receipt.schema.json and `ember contract validate`; a
