@@ -28,3 +28,26 @@ rm -rf "$work/snapshot-corrupt"
 echo "== ember kv validate-replay (three processes; native == concat(boundary, replay), f32 bit for bit)"
 "$EMBER" kv validate-replay --model "$model" --arch qwen2 --prompt "$prompt" -n 24 --out "$work/gate" --force \
   --export-threads 2 --replay-threads 1 --replay-simd scalar
+
+# --- Measurement (docs/compare.md): a receipted perturbation, localized by kv compare ---
+echo "== ember kv perturb (a typed receipt: zero K and V of layer 0, head 0; never a cache)"
+"$EMBER" kv perturb --snapshot "$work/snapshot" --layer 0 --head 0 --part kv --zero \
+  --receipt "$work/zero-l0h0.json" --force
+echo "== ember kv compare with the model: where does the edit show, and does it matter?"
+# Exit status 1 means a threshold failed, which is the point here: the report localizes it.
+set +e
+"$EMBER" kv compare "$work/snapshot" "$work/snapshot" --perturb "$work/zero-l0h0.json" \
+  --model "$model" --steps 4 --min-cosine 0.999 --report "$work/compare.html" --force
+rc=$?
+set -e
+if [ "$rc" -ne 1 ]; then echo "demo: expected the perturbed compare to fail its threshold (exit 1), got $rc" >&2; exit 1; fi
+echo "demo: the HTML report is $work/compare.html"
+
+# --- The same on a real trained model, when ../shared sits beside the checkout ---
+real="$(dirname "$0")/../../shared/models/stories260K.gguf"
+if [ -f "$real" ]; then
+  echo "== a real model (stories260K): export 'Once upon a time', replay 24 tokens, gate"
+  "$EMBER" kv export --model "$real" --prompt "Once upon a time" --output "$work/stories" --force
+  "$EMBER" kv replay --snapshot "$work/stories" --model "$real" -n 24
+  "$EMBER" kv validate-replay --model "$real" --prompt "Once upon a time" -n 24 --out "$work/stories-gate" --force
+fi
