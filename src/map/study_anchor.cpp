@@ -1,0 +1,270 @@
+#include "map/study_anchor.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "gguf/gguf_file.h"
+#include "gguf/synth.h"
+#include "gguf/writer.h"
+#include "map/anchor.h"
+#include "map/collect.h"
+#include "map/mapper.h"
+#include "map/metrics.h"
+#include "map/shared.h"
+#include "model/engine.h"
+#include "util/error.h"
+
+namespace ember::map {
+
+void MethodStats::add(bool agreed, double rel_err) {
+  agree += agreed ? 1 : 0;
+  ++comparisons;
+  sum_rel_err += rel_err;
+  if (rel_err > max_rel_err) max_rel_err = rel_err;
+}
+
+void MethodStats::merge(const MethodStats& o) {
+  agree += o.agree;
+  comparisons += o.comparisons;
+  sum_rel_err += o.sum_rel_err;
+  if (o.max_rel_err > max_rel_err) max_rel_err = o.max_rel_err;
+}
+
+nlohmann::json MethodStats::to_json() const {
+  return {{"agreement", comparisons ? double(agree) / double(comparisons) : 0.0},
+          {"agree", agree},
+          {"comparisons", comparisons},
+          {"mean_rel_logit_error", mean_rel_err()},
+          {"max_rel_logit_error", max_rel_err}};
+}
+
+namespace {
+
+// Copies `source` into a new file with layers [1, L) and the LM head perturbed (study header).
+void write_perturbed_target(const std::string& source_path, const std::string& target_path,
+                            int n_layers, double alpha, uint64_t seed) {
+  const gguf::GgufFile src = gguf::GgufFile::open(source_path);
+  gguf::GgufWriter w;
+  w.copy_metadata(src);
+  w.set_string("general.name", "ember-study-target-s" + std::to_string(seed));
+  Rng rng(seed ^ 0x9e3779b97f4a7c15ull);
+  for (const auto& t : src.tensors()) {
+    if (t.type != gguf::TensorType::F32) fail_field(source_path, t.name, "F32", gguf::type_name(uint32_t(t.type)));
+    std::vector<uint8_t> bytes(t.data, t.data + t.n_bytes);
+    bool perturb = t.name == "output.weight";
+    for (int l = 1; l < n_layers; ++l)
+      if (t.name.rfind("blk." + std::to_string(l) + ".", 0) == 0) perturb = true;
+    if (perturb) {
+      const size_t n = t.n_bytes / 4;
+      std::vector<float> v(n);
+      std::memcpy(v.data(), bytes.data(), t.n_bytes);
+      double mean = 0, var = 0;
+      for (float x : v) mean += x;
+      mean /= double(n);
+      for (float x : v) var += (x - mean) * (x - mean);
+      const double sd = std::sqrt(var / double(n));
+      for (float& x : v) x = float(double(x) + alpha * sd * rng.normal());
+      std::memcpy(bytes.data(), v.data(), t.n_bytes);
+    }
+    w.add_tensor(t.name, t.shape, t.type, std::move(bytes));
+  }
+  w.write_file(target_path, true);
+}
+
+std::vector<std::vector<int32_t>> random_prompts(Rng& rng, int count, int min_len, int max_len,
+                                                 int vocab, std::set<std::string>& seen) {
+  std::vector<std::vector<int32_t>> out;
+  while (int(out.size()) < count) {
+    const int len = min_len + int(rng.below(uint64_t(max_len - min_len + 1)));
+    std::vector<int32_t> p(static_cast<size_t>(len));
+    for (auto& t : p) t = int32_t(rng.below(uint64_t(vocab)));
+    if (seen.insert(prompt_hash(p)).second) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+double mean_eval_r2(const Mapper& m, bool keys) {
+  double s = 0;
+  int n = 0;
+  for (int l = m.shared_layers; l < m.target.n_layers; ++l)
+    for (int h = 0; h < m.target.n_kv_heads; ++h) {
+      const HeadMaps& hm = m.head(l, h);
+      s += keys ? hm.k_r2_eval : hm.v_r2_eval;
+      ++n;
+    }
+  return n ? s / n : 0.0;
+}
+
+}  // namespace
+
+AnchorStudyResult run_anchor_study(const AnchorStudyOptions& o) {
+  const std::string where = "study recompute-anchor";
+  if (o.work_dir.empty()) fail(where, "no work directory");
+  if (o.seeds < 1 || o.fit_prompts < 1 || o.eval_prompts < 1)
+    fail_field(where, "sizes", "seeds, fit and eval prompts >= 1", "a zero count");
+  if (o.layers < 2) fail_field(where, "layers", ">= 2", std::to_string(o.layers));
+  AnchorStudyResult res;
+  res.options = o;
+  res.overall.assign(4, MethodStats{});
+  const int s = 1;  // embeddings and layer 0 shared
+  for (int si = 0; si < o.seeds; ++si) {
+    const uint64_t seed = o.first_seed + uint64_t(si);
+    res.seeds.push_back(seed);
+    const std::string src_path = o.work_dir + "/source-s" + std::to_string(seed) + ".gguf";
+    const std::string tgt_path = o.work_dir + "/target-s" + std::to_string(seed) + ".gguf";
+    gguf::SynthSpec spec;
+    spec.arch = "llama";
+    spec.layers = o.layers;
+    spec.hidden = o.hidden;
+    spec.heads = o.heads;
+    spec.kv_heads = o.kv_heads;
+    spec.ffn = o.ffn;
+    spec.vocab = o.vocab;
+    spec.context = 256;
+    spec.tied = false;
+    spec.seed = seed;
+    gguf::synth_model(gguf::resolve_synth_spec(spec)).write_file(src_path, true);
+    write_perturbed_target(src_path, tgt_path, o.layers, o.alpha, seed);
+
+    auto src_model = model::Model::load(src_path);
+    auto tgt_model = model::Model::load(tgt_path);
+    const SharedLayers shared = shared_layers(src_model->file(), src_model->config(),
+                                              tgt_model->file(), tgt_model->config());
+    require_shared(shared, s, where);
+    if (shared.layers != s)
+      fail_field(where, "shared layers", std::to_string(s), std::to_string(shared.layers));
+    model::Engine src(src_model, {}), tgt(tgt_model, {});
+    const int L = tgt.config().n_layers;
+
+    Rng rng(seed * 7919 + 13);
+    std::set<std::string> seen;
+    auto prompts = random_prompts(rng, o.fit_prompts + o.eval_prompts, o.min_len, o.max_len,
+                                  o.vocab, seen);
+    std::vector<std::string> hashes;
+    for (const auto& p : prompts) hashes.push_back(prompt_hash(p));
+    const PromptSplit split = PromptSplit::make(hashes, o.fit_prompts, o.eval_prompts, seed);
+    const CalibrationSet calib = collect_calibration(src, src_model->identity(), tgt,
+                                                     tgt_model->identity(), prompts, split,
+                                                     "study-random-ids", s);
+    MapperOptions affine_o;
+    affine_o.kind = MapperKind::affine;
+    affine_o.lambda = o.lambda_affine;
+    MapperOptions anchor_o = affine_o;
+    anchor_o.lambda = o.lambda_anchor;
+    anchor_o.anchor_identity = true;
+    const Mapper identity = identity_mapper(calib.source, calib.target, calib.tokenizer_identity, s);
+    const Mapper affine = fit_mapper(calib, affine_o);
+    const Mapper ridge_l2 = fit_mapper(calib, anchor_o);
+
+    std::vector<MethodStats> stats(4);
+    std::map<std::string, const std::vector<int32_t>*> by_hash;
+    for (const auto& p : prompts) by_hash[prompt_hash(p)] = &p;
+    for (const std::string& h : split.eval) {
+      const std::vector<int32_t>& p = *by_hash.at(h);
+      const int P = int(p.size());
+      // The reference: the target's own full prefill of all P tokens.
+      model::KvCache ref_cache = tgt.new_cache(P);
+      const std::vector<float> ref = tgt.forward(ref_cache, p);
+      // The source prefills the prefix and exports its cache and residual at boundary s.
+      const std::span<const int32_t> prefix(p.data(), size_t(P - 1));
+      std::vector<float> residual;
+      model::ForwardHooks hooks;
+      hooks.on_residual = [&](int b, int, int n, const float* x) {
+        if (b == s) residual.assign(x, x + size_t(n) * src.config().n_embd);
+      };
+      model::KvCache src_cache = src.new_cache(P - 1);
+      src.forward(src_cache, prefix, &hooks);
+      const int32_t last = p[size_t(P - 1)];
+      auto decode = [&](const Mapper* m, int a) {
+        model::KvCache c = anchor_handoff(tgt, src.config(), m, src_cache, prefix,
+                                          residual.data(), s, a, P);
+        return tgt.forward(c, std::span<const int32_t>(&last, 1));
+      };
+      const std::vector<float> outs[4] = {decode(&identity, L), decode(&affine, L),
+                                          decode(&ridge_l2, L), decode(nullptr, s)};
+      for (int mi = 0; mi < 4; ++mi) {
+        const LogitComparison cmp = compare_logits(outs[mi].data(), ref.data(), int(ref.size()));
+        stats[size_t(mi)].add(cmp.same_argmax, cmp.rel_l2);
+      }
+    }
+    for (int mi = 0; mi < 4; ++mi) res.overall[size_t(mi)].merge(stats[size_t(mi)]);
+    res.per_seed.push_back(stats);
+    res.seed_details.push_back(
+        {{"source_identity", src_model->identity()},
+         {"target_identity", tgt_model->identity()},
+         {"shared_layers", shared.layers},
+         {"calibration_split_hash", split.hash()},
+         {"mapper_hashes", {{"identity", identity.hash()}, {"affine", affine.hash()}, {"ridge_l2", ridge_l2.hash()}}},
+         {"mean_eval_r2_mapped_layers",
+          {{"affine", {{"k", mean_eval_r2(affine, true)}, {"v", mean_eval_r2(affine, false)}}},
+           {"ridge_l2", {{"k", mean_eval_r2(ridge_l2, true)}, {"v", mean_eval_r2(ridge_l2, false)}}}}}});
+  }
+  return res;
+}
+
+nlohmann::json AnchorStudyResult::to_json() const {
+  const AnchorStudyOptions& o = options;
+  nlohmann::json j;
+  j["study"] = "recompute-anchor";
+  j["config"] = {{"seeds", o.seeds}, {"first_seed", o.first_seed}, {"fit_prompts", o.fit_prompts},
+                 {"eval_prompts", o.eval_prompts}, {"layers", o.layers}, {"hidden", o.hidden},
+                 {"heads", o.heads}, {"kv_heads", o.kv_heads}, {"ffn", o.ffn}, {"vocab", o.vocab},
+                 {"alpha", o.alpha}, {"prompt_length", {o.min_len, o.max_len}},
+                 {"lambda_affine", o.lambda_affine}, {"lambda_anchor", o.lambda_anchor},
+                 {"shared_layers", 1}, {"hybrid_anchor", 1}, {"decode", "one-token"},
+                 {"architecture", "llama (RMSNorm, RoPE, SwiGLU), untied LM head"},
+                 {"numerics_contract", "canonical-v1"}};
+  nlohmann::json methods;
+  for (size_t mi = 0; mi < 4; ++mi) methods[kAnchorMethods[mi]] = overall[mi].to_json();
+  j["methods"] = methods;
+  nlohmann::json ps = nlohmann::json::array();
+  for (size_t si = 0; si < per_seed.size(); ++si) {
+    nlohmann::json e = seed_details[si];
+    e["seed"] = seeds[si];
+    nlohmann::json m;
+    for (size_t mi = 0; mi < 4; ++mi) m[kAnchorMethods[mi]] = per_seed[si][mi].to_json();
+    e["methods"] = m;
+    ps.push_back(e);
+  }
+  j["per_seed"] = ps;
+  return j;
+}
+
+std::string AnchorStudyResult::table() const {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-10s %12s %14s %22s %20s\n", "method", "agreement",
+                "comparisons", "mean rel logit error", "max rel logit error");
+  out += line;
+  for (size_t mi = 0; mi < 4; ++mi) {
+    const MethodStats& m = overall[mi];
+    std::snprintf(line, sizeof line, "%-10s %6lld/%-5lld %14lld %21.6e%% %19.6e%%\n", kAnchorMethods[mi],
+                  (long long)m.agree, (long long)m.comparisons, (long long)m.comparisons,
+                  100.0 * m.mean_rel_err(), 100.0 * m.max_rel_err);
+    out += line;
+  }
+  out += "\nper seed (agreement / mean rel logit error):\n";
+  std::snprintf(line, sizeof line, "%-6s", "seed");
+  out += line;
+  for (size_t mi = 0; mi < 4; ++mi) {
+    std::snprintf(line, sizeof line, " %24s", kAnchorMethods[mi]);
+    out += line;
+  }
+  out += "\n";
+  for (size_t si = 0; si < per_seed.size(); ++si) {
+    std::snprintf(line, sizeof line, "%-6llu", (unsigned long long)seeds[si]);
+    out += line;
+    for (size_t mi = 0; mi < 4; ++mi) {
+      const MethodStats& m = per_seed[si][mi];
+      std::snprintf(line, sizeof line, " %5lld/%-4lld %12.4e%%", (long long)m.agree,
+                    (long long)m.comparisons, 100.0 * m.mean_rel_err());
+      out += line;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace ember::map
