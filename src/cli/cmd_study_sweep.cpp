@@ -1,5 +1,51 @@
+// ember study sweep: the recompute-anchor boundary sweep on a real model pair (map/sweep.h).
+#include <iostream>
+#include <memory>
+
 #include "cli/map_commands.h"
+#include "map/split.h"
+#include "map/sweep.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
 
 namespace ember::cli {
-void register_sweep_command(CLI::App& study) { (void)study; }
+
+void register_sweep_command(CLI::App& study) {
+  auto* c = study.add_subcommand("sweep",
+                                 "Sweep the recompute anchor a from s to L on a real model pair: "
+                                 "fidelity and measured time-to-first-token");
+  auto o = std::make_shared<map::SweepOptions>();
+  auto split = std::make_shared<std::string>("320:80");
+  auto json_path = std::make_shared<std::string>();
+  auto html_path = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
+  c->add_option("--source", o->source_path, "Source model (GGUF)")->required();
+  c->add_option("--target", o->target_path, "Target model (GGUF)")->required();
+  c->add_option("--prompts", o->prompts_path, "Prompts file, one per line")->required();
+  c->add_option("--split", *split, "Calibration:evaluation prompt counts (frozen split)");
+  c->add_option("--seed", o->seed, "Split seed");
+  c->add_option("--lambda", o->lambda, "The one ridge penalty (affine maps, L2 anchor toward identity)");
+  c->add_option("--greedy-steps", o->greedy_steps, "Greedy steps compared")->check(CLI::Range(1, 256));
+  c->add_option("--repeats", o->timing_repeats, "Timing repeats per prompt (min taken)")->check(CLI::Range(1, 100));
+  c->add_option("--threads", o->threads, "Engine threads")->check(CLI::Range(1, 256));
+  c->add_option("--label", o->label, "cross-model | quantization-boundary (default: detected from tensor types)")
+      ->check(CLI::IsMember({"cross-model", "quantization-boundary"}));
+  c->add_option("--json", *json_path, "Write the JSON report here");
+  c->add_option("--html", *html_path, "Write the HTML report (inline SVG plots) here");
+  c->add_flag("--force", *force, "Overwrite existing report files");
+  c->callback([=] {
+    const auto [n_calib, n_eval] = map::parse_split_counts(*split, "study sweep");
+    map::SweepOptions opts = *o;
+    opts.n_calib = n_calib;
+    opts.n_eval = n_eval;
+    for (const std::string* p : {json_path.get(), html_path.get()})
+      if (!p->empty() && !*force && path_exists(*p))
+        fail(*p, "already exists; refusing to overwrite it (pass --force to replace it)");
+    const map::SweepResult r = map::run_sweep(opts);
+    std::cout << r.table();
+    if (!json_path->empty()) write_file_atomic(*json_path, r.to_json().dump(2) + "\n", *force);
+    if (!html_path->empty()) write_file_atomic(*html_path, r.html(), *force);
+  });
+}
+
 }  // namespace ember::cli

@@ -1,0 +1,60 @@
+#pragma once
+// The boundary sweep on real models (seed 001's "next useful test"): for a source/target pair
+// with s verified shared layers, sweep the recompute anchor a from s to L and measure, per a,
+// fidelity against the target's own full prefill (next-token agreement, relative logit error,
+// greedy agreement over 16 steps) and time-to-first-token against the target's full prefill
+// of the same prompt; plus identity reuse (the source cache used unchanged). a = L is pure
+// mapping, a = s the exact hybrid.
+//
+// Protocol per evaluation prompt of P tokens: the source prefills the first P-1 tokens (its
+// cache and residuals are the handoff's input, not timed: the premise is that the source
+// already holds them); the handoff builds the target's prefix cache and the target decodes
+// the last prompt token (timed together: "TTFT"), then follows its own argmax for the
+// remaining greedy steps. The reference is the target's full prefill of all P tokens (timed
+// the same way) and its own greedy continuation.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ember::map {
+
+struct SweepOptions {
+  std::string source_path, target_path, prompts_path;
+  int n_calib = 320, n_eval = 80;
+  uint64_t seed = 1;
+  double lambda = 1.0;          // affine maps with the L2 anchor toward the identity
+  int greedy_steps = 16;
+  int timing_repeats = 3;       // TTFT per prompt and configuration: the minimum of these
+  int threads = 1;
+  std::string label;            // "" -> auto: quantization-boundary if tensor types differ
+};
+
+struct SweepRow {
+  std::string config;  // "identity-reuse", "anchor", "full-prefill"
+  int s = 0, a = 0;
+  bool pure_mapping = false, exact_hybrid = false;
+  int64_t comparisons = 0, agree = 0;
+  double mean_rel_err = 0, max_rel_err = 0;
+  int64_t bit_identical = 0;              // decode logits identical to the reference's
+  double greedy_prefix_agreement = 0;     // mean fraction of steps before the first divergence
+  int64_t greedy_exact = 0;               // prompts whose whole greedy sequence matched
+  double ttft_seconds = 0;                // summed over prompts (min over repeats each)
+  double ttft_ratio = 0;                  // ttft_seconds / full prefill's
+  double prefill_work_saved = 0;          // weight MACs, see AnchorReport
+};
+
+struct SweepResult {
+  SweepOptions options;
+  std::string label;
+  nlohmann::json provenance;  // identities, shared layers, split/mapper hashes, R²
+  std::vector<SweepRow> rows;
+  nlohmann::json to_json() const;
+  std::string table() const;
+  std::string html() const;  // self-contained: inline SVG plots, no network
+};
+
+SweepResult run_sweep(const SweepOptions& options);
+
+}  // namespace ember::map
