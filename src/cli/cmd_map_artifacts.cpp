@@ -1,5 +1,376 @@
+// ember map collect|fit|apply|replay|hybrid (docs/mapping.md).
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
 #include "cli/map_commands.h"
+#include "kv/import.h"
+#include "kv/mapped_state.h"
+#include "kv/state_loader.h"
+#include "map/anchor.h"
+#include "map/collect.h"
+#include "map/mapper.h"
+#include "map/metrics.h"
+#include "map/shared.h"
+#include "model/engine.h"
+#include "tokenizer/tokenizer.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/sha256.h"
 
 namespace ember::cli {
-void register_map_artifact_commands(CLI::App& map) { (void)map; }
+namespace {
+
+struct Loaded {
+  std::shared_ptr<const model::Model> model;
+  std::unique_ptr<tok::Tokenizer> tokenizer;
+};
+Loaded load(const std::string& path) {
+  Loaded l;
+  l.model = model::Model::load(path);
+  l.tokenizer = tok::Tokenizer::from_gguf(l.model->file());
+  return l;
+}
+
+void require_same_tokenizer(const Loaded& s, const Loaded& t, const std::string& where) {
+  if (s.tokenizer->identity() != t.tokenizer->identity())
+    fail_field(where, "tokenizer identity", s.tokenizer->identity() + " (the source's; the same tokenizer is required)",
+               t.tokenizer->identity());
+}
+
+std::vector<std::string> read_prompt_lines(const std::string& path) {
+  std::vector<std::string> out;
+  const std::string text = read_file(path, size_t(64) << 20);
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) out.push_back(line);
+    start = end + 1;
+  }
+  return out;
+}
+
+// The source's RoPE semantics as a snapshot records them (enough for map_layers).
+model::ModelConfig rope_config_of(const kv::SnapshotManifest& m) {
+  model::ModelConfig c;
+  c.arch = model::parse_arch(m.model.architecture);
+  c.n_layers = m.geometry.layers;
+  c.n_kv_heads = m.geometry.kv_heads;
+  c.head_dim = m.geometry.head_dim;
+  c.n_embd = m.model.embedding_size;
+  c.n_heads = m.model.query_heads;
+  c.rope_layout = m.rope.layout == "neox" ? model::RopeLayout::neox : model::RopeLayout::normal;
+  c.rope_theta = m.rope.theta;
+  c.rope_scaling.type = m.rope.scaling_type;
+  c.rope_scaling.factor = m.rope.scaling_factor;
+  c.rope_scaling.original_context = m.rope.original_context;
+  c.rope_scaling.low_freq_factor = m.rope.low_freq_factor;
+  c.rope_scaling.high_freq_factor = m.rope.high_freq_factor;
+  return c;
+}
+
+std::vector<std::string> role_names(const map::AnchorReport& r) {
+  std::vector<std::string> out;
+  for (auto role : r.roles) out.push_back(map::layer_role_name(role));
+  return out;
+}
+
+void print_greedy(model::Engine& e, tok::Tokenizer& t, model::KvCache& cache, std::vector<float> logits,
+                  int n, std::vector<int32_t>* out_ids) {
+  for (int i = 0; i < n; ++i) {
+    const int32_t id = map::first_argmax(logits.data(), int(logits.size()));
+    out_ids->push_back(id);
+    std::cout << t.token_bytes(id) << std::flush;
+    if (t.is_eog(id)) break;
+    if (i + 1 < n) logits = e.forward(cache, std::span<const int32_t>(&id, 1));
+  }
+  std::cout << "\n";
+}
+
+void add_collect(CLI::App& m) {
+  auto* c = m.add_subcommand("collect", "Run both models on the same prompts and store calibration rows");
+  struct Opts {
+    std::string source, target, prompts, split = "320:80", output;
+    uint64_t seed = 1;
+    int threads = 1;
+    bool force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("--source", o->source, "Source model (GGUF)")->required();
+  c->add_option("--target", o->target, "Target model (GGUF)")->required();
+  c->add_option("--prompts", o->prompts, "Prompts file, one per line")->required();
+  c->add_option("--split", o->split, "calib:eval prompt counts (frozen split)");
+  c->add_option("--seed", o->seed, "Split seed");
+  c->add_option("--threads", o->threads, "Engine threads")->check(CLI::Range(1, 256));
+  c->add_option("--output", o->output, "Calibration directory")->required();
+  c->add_flag("--force", o->force, "Replace an existing output");
+  c->callback([o] {
+    const auto [nc, ne] = map::parse_split_counts(o->split, "map collect");
+    const Loaded s = load(o->source), t = load(o->target);
+    require_same_tokenizer(s, t, "map collect");
+    const map::SharedLayers shared = map::shared_layers(s.model->file(), s.model->config(), t.model->file(), t.model->config());
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<std::string> hashes;
+    for (const auto& line : read_prompt_lines(o->prompts)) {
+      auto ids = s.tokenizer->encode(line, s.tokenizer->add_bos_default());
+      if (ids.empty()) continue;
+      hashes.push_back(map::prompt_hash(ids));
+      prompts.push_back(std::move(ids));
+    }
+    const map::PromptSplit split = map::PromptSplit::make(hashes, nc, ne, o->seed);
+    model::Engine se(s.model, {o->threads}), te(t.model, {o->threads});
+    const map::CalibrationSet set = map::collect_calibration(se, s.model->identity(), te, t.model->identity(), prompts,
+                                                             split, s.tokenizer->identity(), shared.layers);
+    set.write(o->output, o->force);
+    int64_t rows = 0;
+    for (const auto& b : set.blocks) rows += b.n_rows;
+    std::cout << "calibration: " << nc << " calib + " << ne << " eval prompts, " << rows << " rows, shared layers "
+              << shared.layers << ", split " << split.hash() << "\nwrote " << o->output << "\n";
+  });
+}
+
+void add_fit(CLI::App& m) {
+  auto* c = m.add_subcommand("fit", "Fit per-layer, per-head K/V maps (closed-form ridge/affine in f64)");
+  struct Opts {
+    std::string calibration, output, kind = "ridge";
+    double lambda = 1e-3;
+    bool anchor = false, residual = false, force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("--calibration", o->calibration, "Calibration directory (map collect)")->required();
+  c->add_option("--kind", o->kind, "identity | ridge | affine")->check(CLI::IsMember({"identity", "ridge", "affine"}));
+  c->add_option("--lambda", o->lambda, "The one declared penalty (> 0)");
+  c->add_flag("--anchor-identity", o->anchor, "Penalize ||W - I||^2 instead of ||W||^2");
+  c->add_flag("--residual-maps", o->residual, "Also fit residual maps at boundaries (s, L) for anchors a > s");
+  c->add_option("--output", o->output, "Mapper directory")->required();
+  c->add_flag("--force", o->force, "Replace an existing output");
+  c->callback([o] {
+    const map::CalibrationSet set = map::CalibrationSet::read(o->calibration);
+    map::MapperOptions mo;
+    mo.kind = map::parse_mapper_kind(o->kind, "map fit");
+    mo.lambda = o->lambda;
+    mo.anchor_identity = o->anchor;
+    mo.residual_maps = o->residual;
+    const map::Mapper mp = map::fit_mapper(set, mo);
+    mp.write(o->output, o->force);
+    std::printf("mapper %s (%s, lambda %g%s), split %s\n", mp.hash().c_str(), map::mapper_kind_name(mp.kind),
+                mp.lambda, mp.anchor_identity ? ", anchored at identity" : "", mp.split_hash.c_str());
+    std::printf("%-6s %-5s %12s %12s %12s %12s\n", "layer", "head", "K R2 train", "K R2 eval", "V R2 train", "V R2 eval");
+    for (int l = 0; l < mp.target.n_layers; ++l)
+      for (int h = 0; h < mp.target.n_kv_heads; ++h) {
+        const auto& hm = mp.head(l, h);
+        std::printf("%-6d %-5d %12.6f %12.6f %12.6f %12.6f\n", l, h, hm.k_r2_train, hm.k_r2_eval, hm.v_r2_train, hm.v_r2_eval);
+      }
+    for (const auto& r : mp.residual)
+      std::printf("residual map at boundary %d: R2 train %.6f eval %.6f\n", r.boundary, r.r2_train, r.r2_eval);
+    std::printf("wrote %s\n", o->output.c_str());
+  });
+}
+
+void add_apply(CLI::App& m) {
+  auto* c = m.add_subcommand("apply", "Map a source snapshot into a mapped cache for the target (ember.kv-mapped.v1)");
+  struct Opts {
+    std::string mapper, snapshot, target, output;
+    bool force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("--mapper", o->mapper, "Mapper directory (map fit)")->required();
+  c->add_option("--snapshot", o->snapshot, "Source snapshot (directory or .kvc)")->required();
+  c->add_option("--target", o->target, "Target model (GGUF): its coordinates go into the mapped cache")->required();
+  c->add_option("--output", o->output, "Mapped cache directory")->required();
+  c->add_flag("--force", o->force, "Replace an existing output");
+  c->callback([o] {
+    const std::string where = "map apply";
+    const map::Mapper mp = map::Mapper::read(o->mapper);
+    const kv::Snapshot src = kv::load_state(o->snapshot);
+    if (src.manifest.model.identity != mp.source.identity)
+      fail_field(where, "snapshot model identity", mp.source.identity + " (the mapper's source)", src.manifest.model.identity);
+    if (src.manifest.tokenizer.identity != mp.tokenizer_identity)
+      fail_field(where, "snapshot tokenizer identity", mp.tokenizer_identity, src.manifest.tokenizer.identity);
+    const Loaded t = load(o->target);
+    if (t.model->identity() != mp.target.identity)
+      fail_field(where, "target model identity", mp.target.identity + " (the mapper's target)", t.model->identity());
+    model::Engine te(t.model, {});
+    kv::MappedState out;
+    out.manifest = kv::describe_target(te, t.tokenizer->identity());
+    out.manifest.prefix = src.manifest.prefix;
+    out.manifest.resume = src.manifest.resume;
+    const model::ModelConfig& tc = te.config();
+    out.cache = model::KvCache(tc.n_layers, tc.n_kv_heads, tc.head_dim, src.cache.n_pos);
+    out.cache.n_pos = src.cache.n_pos;
+    map::map_layers(mp, rope_config_of(src.manifest), tc, src.cache, mp.shared_layers, 0, tc.n_layers, out.cache);
+    out.mapping.kind = map::mapper_kind_name(mp.kind);
+    out.mapping.mapper_hash = mp.hash();
+    out.mapping.calibration_split_hash = mp.split_hash;
+    out.mapping.shared_layers = mp.shared_layers;
+    out.mapping.anchor = tc.n_layers;
+    for (int l = 0; l < tc.n_layers; ++l) out.mapping.layer_roles.push_back(l < mp.shared_layers ? "reused" : "mapped");
+    out.mapping.source_model_identity = src.manifest.model.identity;
+    out.mapping.source_manifest_sha256 = sha256_hex(src.manifest.to_json());
+    out.mapping.source_prefix_sha256 = src.manifest.prefix.sha256;
+    kv::write_mapped_state(out, o->output, o->force);
+    std::cout << "mapped cache (" << out.mapping.kind << ", mapper " << out.mapping.mapper_hash << ") of "
+              << out.cache.n_pos << " positions: layers [0, " << mp.shared_layers << ") reused, ["
+              << mp.shared_layers << ", " << tc.n_layers << ") mapped\nwrote " << o->output << "\n";
+  });
+}
+
+void add_replay(CLI::App& m) {
+  auto* c = m.add_subcommand("replay", "Resume the target model from a mapped cache (ember.kv-mapped.v1)");
+  struct Opts {
+    std::string mapped, model;
+    int n = 16;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("--mapped", o->mapped, "Mapped cache directory")->required();
+  c->add_option("--model", o->model, "Target model (GGUF)")->required();
+  c->add_option("-n", o->n, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
+  c->callback([o] {
+    const kv::MappedState st = kv::read_mapped_state(o->mapped);
+    const Loaded t = load(o->model);
+    model::Engine te(t.model, {});
+    kv::check_compatible(st.manifest, kv::describe_target(te, t.tokenizer->identity()), "map replay");
+    model::KvCache cache = te.new_cache(st.cache.n_pos + o->n + 1);
+    for (int l = 0; l < cache.n_layers; ++l)
+      for (int h = 0; h < cache.n_kv_heads; ++h) {
+        std::memcpy(cache.k_row(l, h, 0), st.cache.k_row(l, h, 0), size_t(st.cache.n_pos) * cache.head_dim * 2);
+        std::memcpy(cache.v_row(l, h, 0), st.cache.v_row(l, h, 0), size_t(st.cache.n_pos) * cache.head_dim * 2);
+      }
+    cache.n_pos = st.cache.n_pos;
+    std::fprintf(stderr, "ember: resuming from a MAPPED cache (%s, mapper %s, s = %d, a = %d), not a native snapshot\n",
+                 st.mapping.kind.c_str(), st.mapping.mapper_hash.c_str(), st.mapping.shared_layers, st.mapping.anchor);
+    const int32_t resume = st.manifest.resume.token;
+    std::vector<float> logits = te.forward(cache, std::span<const int32_t>(&resume, 1));
+    std::vector<int32_t> ids;
+    print_greedy(te, *t.tokenizer, cache, logits, o->n, &ids);
+  });
+}
+
+void add_hybrid(CLI::App& m) {
+  auto* c = m.add_subcommand("hybrid", "Recompute-anchor handoff: reuse shared layers, map [s, a), recompute [a, L)");
+  struct Opts {
+    std::string source, target, prompt, mapper, output, json;
+    int anchor = -1, n = 16, threads = 1;
+    bool check = false, force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("--source", o->source, "Source model (GGUF)")->required();
+  c->add_option("--target", o->target, "Target model (GGUF)")->required();
+  c->add_option("--prompt", o->prompt, "Prompt text")->required();
+  c->add_option("--anchor", o->anchor, "Anchor a (default: s, the exact hybrid)");
+  c->add_option("--mapper", o->mapper, "Mapper directory (needed when a > s)");
+  c->add_option("-n", o->n, "Tokens to generate")->check(CLI::Range(1, 1 << 16));
+  c->add_option("--threads", o->threads, "Engine threads")->check(CLI::Range(1, 256));
+  c->add_flag("--check", o->check, "Also run the target's full prefill and compare (bit-exact expected at a == s)");
+  c->add_option("--output", o->output, "Write the handed-over prefix as a mapped cache (ember.kv-mapped.v1)");
+  c->add_option("--json", o->json, "Write a JSON report");
+  c->add_flag("--force", o->force, "Replace existing outputs");
+  c->callback([o] {
+    const std::string where = "map hybrid";
+    const Loaded s = load(o->source), t = load(o->target);
+    require_same_tokenizer(s, t, where);
+    const map::SharedLayers shared = map::shared_layers(s.model->file(), s.model->config(), t.model->file(), t.model->config());
+    const int sl = shared.layers;
+    const int L = t.model->config().n_layers;
+    const int a = o->anchor < 0 ? sl : o->anchor;
+    if (a < sl || a > L) fail_field(where, "--anchor", "in [s, L] = [" + std::to_string(sl) + ", " + std::to_string(L) + "]", std::to_string(a));
+    std::unique_ptr<map::Mapper> mp;
+    if (!o->mapper.empty()) {
+      mp = std::make_unique<map::Mapper>(map::Mapper::read(o->mapper));
+      if (mp->source.identity != s.model->identity() || mp->target.identity != t.model->identity())
+        fail_field(where, "mapper identities", "this source and target", "another pair");
+      if (mp->shared_layers != sl) fail_field(where, "mapper shared layers", std::to_string(sl), std::to_string(mp->shared_layers));
+    }
+    const std::vector<int32_t> ids = s.tokenizer->encode(o->prompt, s.tokenizer->add_bos_default());
+    if (ids.size() < 2) fail_field(where, "--prompt", "at least 2 tokens (BOS included)", std::to_string(ids.size()));
+    const int P = int(ids.size());
+    const std::span<const int32_t> prefix(ids.data(), size_t(P - 1));
+    model::Engine se(s.model, {o->threads}), te(t.model, {o->threads});
+    std::vector<float> residual;
+    model::ForwardHooks hooks;
+    hooks.on_residual = [&](int b, int, int n, const float* x) {
+      if (b == a) residual.assign(x, x + size_t(n) * se.config().n_embd);
+    };
+    model::KvCache src_cache = se.new_cache(P);
+    se.forward(src_cache, prefix, &hooks);
+    map::AnchorReport report;
+    model::KvCache cache = map::anchor_handoff(te, se.config(), mp.get(), src_cache, prefix,
+                                               residual.empty() ? nullptr : residual.data(), sl, a,
+                                               P + o->n + 1, &report);
+    if (!o->output.empty()) {
+      kv::MappedState st;
+      st.manifest = kv::describe_target(te, t.tokenizer->identity());
+      st.manifest.prefix.tokens.assign(prefix.begin(), prefix.end());
+      st.manifest.resume.token = ids[size_t(P - 1)];
+      st.manifest.resume.position = P - 1;
+      st.cache = model::KvCache(cache.n_layers, cache.n_kv_heads, cache.head_dim, P - 1);
+      st.cache.n_pos = P - 1;
+      for (int l = 0; l < cache.n_layers; ++l)
+        for (int h = 0; h < cache.n_kv_heads; ++h) {
+          std::memcpy(st.cache.k_row(l, h, 0), cache.k_row(l, h, 0), size_t(P - 1) * cache.head_dim * 2);
+          std::memcpy(st.cache.v_row(l, h, 0), cache.v_row(l, h, 0), size_t(P - 1) * cache.head_dim * 2);
+        }
+      st.mapping.kind = "hybrid";
+      st.mapping.mapper_hash = mp ? mp->hash() : "";
+      st.mapping.calibration_split_hash = mp ? mp->split_hash : "";
+      st.mapping.shared_layers = sl;
+      st.mapping.anchor = a;
+      st.mapping.layer_roles = role_names(report);
+      st.mapping.source_model_identity = s.model->identity();
+      st.mapping.source_manifest_sha256 = "";
+      st.mapping.source_prefix_sha256 = map::prompt_hash(prefix);
+      kv::write_mapped_state(st, o->output, o->force);
+    }
+    std::fprintf(stderr, "ember: handoff s = %d, a = %d, L = %d:", sl, a, L);
+    for (size_t l = 0; l < report.roles.size(); ++l)
+      std::fprintf(stderr, " %zu:%s", l, map::layer_role_name(report.roles[l]));
+    std::fprintf(stderr, "; target prefill work saved %.1f%% (weight MACs)\n", 100 * report.prefill_work_saved());
+    const int32_t last = ids[size_t(P - 1)];
+    std::vector<float> logits = te.forward(cache, std::span<const int32_t>(&last, 1));
+    const std::vector<float> first = logits;
+    std::vector<int32_t> out_ids;
+    std::cout << o->prompt;
+    print_greedy(te, *t.tokenizer, cache, logits, o->n, &out_ids);
+    nlohmann::json j = {{"source", s.model->identity()}, {"target", t.model->identity()},
+                        {"shared_layers", sl}, {"anchor", a}, {"handoff", report.to_json()},
+                        {"mapper_hash", mp ? mp->hash() : ""}, {"generated", out_ids}};
+    if (o->check) {
+      model::KvCache ref_cache = te.new_cache(P + o->n + 1);
+      std::vector<float> ref = te.forward(ref_cache, ids);
+      const map::LogitComparison cmp = map::compare_logits(first.data(), ref.data(), int(ref.size()));
+      std::vector<int32_t> ref_ids;
+      for (int i = 0; i < o->n; ++i) {
+        const int32_t id = map::first_argmax(ref.data(), int(ref.size()));
+        ref_ids.push_back(id);
+        if (t.tokenizer->is_eog(id)) break;
+        if (i + 1 < o->n) ref = te.forward(ref_cache, std::span<const int32_t>(&id, 1));
+      }
+      std::fprintf(stderr, "ember: check vs full target prefill: first logits %s (rel err %.3e), greedy %s\n",
+                   cmp.bit_identical ? "bit-identical" : "differ", cmp.rel_l2, ref_ids == out_ids ? "identical" : "differs");
+      j["check"] = {{"first_logits_bit_identical", cmp.bit_identical}, {"rel_logit_error", cmp.rel_l2},
+                    {"same_next_token", cmp.same_argmax}, {"greedy_identical", ref_ids == out_ids}};
+      if (!o->json.empty()) write_file_atomic(o->json, j.dump(2) + "\n", o->force);
+      if (a == sl && !(cmp.bit_identical && ref_ids == out_ids))
+        throw CheckFailed{"the exact hybrid (a == s) differs from the target's full prefill"};
+      return;
+    }
+    if (!o->json.empty()) write_file_atomic(o->json, j.dump(2) + "\n", o->force);
+  });
+}
+
+}  // namespace
+
+void register_map_artifact_commands(CLI::App& m) {
+  add_collect(m);
+  add_fit(m);
+  add_apply(m);
+  add_replay(m);
+  add_hybrid(m);
+}
+
 }  // namespace ember::cli
