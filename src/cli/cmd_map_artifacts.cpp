@@ -1,4 +1,6 @@
 // ember map collect|fit|apply|replay|hybrid (docs/mapping.md).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -6,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/map_commands.h"
+#include "contract/receipt.h"
 #include "kv/import.h"
 #include "kv/mapped_state.h"
 #include "kv/state_loader.h"
@@ -80,6 +83,30 @@ std::vector<std::string> role_names(const map::AnchorReport& r) {
   return out;
 }
 
+
+// Receipts (schemas/bridge-receipt.schema.json): written beside every artifact, status
+// "research" (a single fit or handoff is not the held-out evaluation a "validated" claim needs).
+contract::Endpoint endpoint(const map::ModelGeometry& g, const std::string& tok) {
+  return {g.identity, g.arch, tok, ""};
+}
+
+contract::LayerPlan plan_of(const std::vector<std::string>& roles) {
+  contract::LayerPlan p;
+  for (size_t l = 0; l < roles.size(); ++l) {
+    if (roles[l] == "reused") p.reused.push_back(int(l));
+    else if (roles[l] == "mapped") p.mapped.push_back(int(l));
+    else p.recomputed.push_back(int(l));
+  }
+  return p;
+}
+
+std::string receipt_path_for(const std::string& output, const std::string& explicit_path) {
+  if (!explicit_path.empty()) return explicit_path;
+  std::string o = output;
+  while (o.size() > 1 && o.back() == '/') o.pop_back();
+  return o + ".receipt.json";
+}
+
 void print_greedy(model::Engine& e, tok::Tokenizer& t, model::KvCache& cache, std::vector<float> logits,
                   int n, std::vector<int32_t>* out_ids) {
   for (int i = 0; i < n; ++i) {
@@ -137,7 +164,7 @@ void add_collect(CLI::App& m) {
 void add_fit(CLI::App& m) {
   auto* c = m.add_subcommand("fit", "Fit per-layer, per-head K/V maps (closed-form ridge/affine in f64)");
   struct Opts {
-    std::string calibration, output, kind = "ridge";
+    std::string calibration, output, kind = "ridge", receipt;
     double lambda = 1e-3;
     bool anchor = false, residual = false, force = false;
   };
@@ -148,6 +175,7 @@ void add_fit(CLI::App& m) {
   c->add_flag("--anchor-identity", o->anchor, "Penalize ||W - I||^2 instead of ||W||^2");
   c->add_flag("--residual-maps", o->residual, "Also fit residual maps at boundaries (s, L) for anchors a > s");
   c->add_option("--output", o->output, "Mapper directory")->required();
+  c->add_option("--receipt", o->receipt, "Bridge receipt path (default: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace an existing output");
   c->callback([o] {
     const map::CalibrationSet set = map::CalibrationSet::read(o->calibration);
@@ -157,7 +185,38 @@ void add_fit(CLI::App& m) {
     mo.anchor_identity = o->anchor;
     mo.residual_maps = o->residual;
     const map::Mapper mp = map::fit_mapper(set, mo);
+    const std::string rpath = receipt_path_for(o->output, o->receipt);
+    if (!o->force && path_exists(rpath)) fail(rpath, "already exists; refusing to overwrite it (pass --force)");
     mp.write(o->output, o->force);
+    contract::BridgeReceipt r;
+    r.source = endpoint(mp.source, mp.tokenizer_identity);
+    r.target = endpoint(mp.target, mp.tokenizer_identity);
+    r.kind = map::mapper_kind_name(mp.kind);
+    r.mapper_hash = mp.kind == map::MapperKind::identity ? "" : mp.hash();
+    std::vector<std::string> roles;
+    for (int l = 0; l < mp.target.n_layers; ++l) roles.push_back(l < mp.shared_layers ? "reused" : "mapped");
+    r.layers = plan_of(roles);
+    if (mp.kind != map::MapperKind::identity) {
+      if (mp.anchor_identity) r.anchor_lambda = mp.lambda; else r.lambda = mp.lambda;
+      r.calibration = contract::Calibration{mp.split_hash, int64_t(set.split.calib.size()), int64_t(set.split.eval.size())};
+      r.held_out = true;  // R² over the evaluation prompts, which no fit read
+      double km = 0, vm = 0, kmin = 1, vmin = 1;
+      int n = 0;
+      for (int l = mp.shared_layers; l < mp.target.n_layers; ++l)
+        for (int h = 0; h < mp.target.n_kv_heads; ++h) {
+          const auto& hm = mp.head(l, h);
+          if (!std::isfinite(hm.k_r2_eval) || !std::isfinite(hm.v_r2_eval)) continue;
+          km += hm.k_r2_eval; vm += hm.v_r2_eval; ++n;
+          kmin = std::min(kmin, hm.k_r2_eval); vmin = std::min(vmin, hm.v_r2_eval);
+        }
+      if (n > 0) {
+        r.metrics["k_r2_mean"] = km / n; r.metrics["v_r2_mean"] = vm / n;
+        r.metrics["k_r2_min"] = kmin; r.metrics["v_r2_min"] = vmin;
+      }
+    }
+    r.created_by = "ember map fit";
+    r.notes = "K/V reconstruction R² over mapped layers on held-out prompts; no behavioural evaluation";
+    contract::write_receipt(rpath, r, o->force);
     std::printf("mapper %s (%s, lambda %g%s), split %s\n", mp.hash().c_str(), map::mapper_kind_name(mp.kind),
                 mp.lambda, mp.anchor_identity ? ", anchored at identity" : "", mp.split_hash.c_str());
     std::printf("%-6s %-5s %12s %12s %12s %12s\n", "layer", "head", "K R2 train", "K R2 eval", "V R2 train", "V R2 eval");
@@ -166,16 +225,16 @@ void add_fit(CLI::App& m) {
         const auto& hm = mp.head(l, h);
         std::printf("%-6d %-5d %12.6f %12.6f %12.6f %12.6f\n", l, h, hm.k_r2_train, hm.k_r2_eval, hm.v_r2_train, hm.v_r2_eval);
       }
-    for (const auto& r : mp.residual)
-      std::printf("residual map at boundary %d: R2 train %.6f eval %.6f\n", r.boundary, r.r2_train, r.r2_eval);
-    std::printf("wrote %s\n", o->output.c_str());
+    for (const auto& rm : mp.residual)
+      std::printf("residual map at boundary %d: R2 train %.6f eval %.6f\n", rm.boundary, rm.r2_train, rm.r2_eval);
+    std::printf("wrote %s and %s\n", o->output.c_str(), rpath.c_str());
   });
 }
 
 void add_apply(CLI::App& m) {
   auto* c = m.add_subcommand("apply", "Map a source snapshot into a mapped cache for the target (ember.kv-mapped.v1)");
   struct Opts {
-    std::string mapper, snapshot, target, output;
+    std::string mapper, snapshot, target, output, receipt;
     bool force = false;
   };
   auto o = std::make_shared<Opts>();
@@ -183,6 +242,7 @@ void add_apply(CLI::App& m) {
   c->add_option("--snapshot", o->snapshot, "Source snapshot (directory or .kvc)")->required();
   c->add_option("--target", o->target, "Target model (GGUF): its coordinates go into the mapped cache")->required();
   c->add_option("--output", o->output, "Mapped cache directory")->required();
+  c->add_option("--receipt", o->receipt, "Bridge receipt path (default: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace an existing output");
   c->callback([o] {
     const std::string where = "map apply";
@@ -213,7 +273,21 @@ void add_apply(CLI::App& m) {
     out.mapping.source_model_identity = src.manifest.model.identity;
     out.mapping.source_manifest_sha256 = sha256_hex(src.manifest.to_json());
     out.mapping.source_prefix_sha256 = src.manifest.prefix.sha256;
+    const std::string rpath = receipt_path_for(o->output, o->receipt);
+    if (!o->force && path_exists(rpath)) fail(rpath, "already exists; refusing to overwrite it (pass --force)");
     kv::write_mapped_state(out, o->output, o->force);
+    contract::BridgeReceipt r;
+    r.source = endpoint(mp.source, mp.tokenizer_identity);
+    r.target = endpoint(mp.target, mp.tokenizer_identity);
+    r.kind = out.mapping.kind;
+    r.mapper_hash = mp.kind == map::MapperKind::identity ? "" : mp.hash();
+    r.layers = plan_of(out.mapping.layer_roles);
+    if (mp.kind != map::MapperKind::identity)
+      r.calibration = contract::Calibration{mp.split_hash, mp.calib_rows > 0 ? 1 : 0, 0};
+    if (r.calibration) r.calibration->n_calib = std::max<int64_t>(1, r.calibration->n_calib);
+    r.created_by = "ember map apply";
+    r.notes = "mapped cache of " + std::to_string(out.cache.n_pos) + " positions; not evaluated";
+    contract::write_receipt(rpath, r, o->force);
     std::cout << "mapped cache (" << out.mapping.kind << ", mapper " << out.mapping.mapper_hash << ") of "
               << out.cache.n_pos << " positions: layers [0, " << mp.shared_layers << ") reused, ["
               << mp.shared_layers << ", " << tc.n_layers << ") mapped\nwrote " << o->output << "\n";
@@ -254,7 +328,7 @@ void add_replay(CLI::App& m) {
 void add_hybrid(CLI::App& m) {
   auto* c = m.add_subcommand("hybrid", "Recompute-anchor handoff: reuse shared layers, map [s, a), recompute [a, L)");
   struct Opts {
-    std::string source, target, prompt, mapper, output, json;
+    std::string source, target, prompt, mapper, output, json, receipt;
     int anchor = -1, n = 16, threads = 1;
     bool check = false, force = false;
   };
@@ -269,6 +343,7 @@ void add_hybrid(CLI::App& m) {
   c->add_flag("--check", o->check, "Also run the target's full prefill and compare (bit-exact expected at a == s)");
   c->add_option("--output", o->output, "Write the handed-over prefix as a mapped cache (ember.kv-mapped.v1)");
   c->add_option("--json", o->json, "Write a JSON report");
+  c->add_option("--receipt", o->receipt, "Write a bridge receipt (default with --output: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace existing outputs");
   c->callback([o] {
     const std::string where = "map hybrid";
@@ -336,6 +411,17 @@ void add_hybrid(CLI::App& m) {
     std::vector<int32_t> out_ids;
     std::cout << o->prompt;
     print_greedy(te, *t.tokenizer, cache, logits, o->n, &out_ids);
+    contract::BridgeReceipt rc;
+    rc.source = {s.model->identity(), model::arch_name(s.model->config().arch), s.tokenizer->identity(), ""};
+    rc.target = {t.model->identity(), model::arch_name(t.model->config().arch), t.tokenizer->identity(), ""};
+    rc.kind = "hybrid";
+    rc.mapper_hash = mp ? mp->hash() : "";
+    rc.layers = plan_of(role_names(report));
+    if (mp) rc.calibration = contract::Calibration{mp->split_hash, 1, 0};
+    rc.created_by = "ember map hybrid";
+    rc.notes = "s = " + std::to_string(sl) + ", a = " + std::to_string(a) + "; target prefill work saved " +
+               std::to_string(100 * report.prefill_work_saved()) + "% (weight MACs)";
+    const std::string rpath = o->receipt.empty() && !o->output.empty() ? receipt_path_for(o->output, "") : o->receipt;
     nlohmann::json j = {{"source", s.model->identity()}, {"target", t.model->identity()},
                         {"shared_layers", sl}, {"anchor", a}, {"handoff", report.to_json()},
                         {"mapper_hash", mp ? mp->hash() : ""}, {"generated", out_ids}};
@@ -354,11 +440,18 @@ void add_hybrid(CLI::App& m) {
                    cmp.bit_identical ? "bit-identical" : "differ", cmp.rel_l2, ref_ids == out_ids ? "identical" : "differs");
       j["check"] = {{"first_logits_bit_identical", cmp.bit_identical}, {"rel_logit_error", cmp.rel_l2},
                     {"same_next_token", cmp.same_argmax}, {"greedy_identical", ref_ids == out_ids}};
+      rc.n_comparisons = 1;
+      rc.metrics["next_token_agreement"] = cmp.same_argmax ? 1.0 : 0.0;
+      rc.metrics["mean_rel_logit_error"] = cmp.rel_l2;
+      rc.metrics["max_abs_logit_diff"] = cmp.max_abs;
+      rc.held_out = !mp;  // no fit involved: the prompt cannot have been seen by one
+      if (!rpath.empty()) contract::write_receipt(rpath, rc, o->force);
       if (!o->json.empty()) write_file_atomic(o->json, j.dump(2) + "\n", o->force);
       if (a == sl && !(cmp.bit_identical && ref_ids == out_ids))
         throw CheckFailed{"the exact hybrid (a == s) differs from the target's full prefill"};
       return;
     }
+    if (!rpath.empty()) contract::write_receipt(rpath, rc, o->force);
     if (!o->json.empty()) write_file_atomic(o->json, j.dump(2) + "\n", o->force);
   });
 }

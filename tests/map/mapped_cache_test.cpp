@@ -76,6 +76,9 @@ TEST(MappedCache, IdentityMapOntoItsOwnModelReplaysTheNativeContinuation) {
   }
   ASSERT_EQ(test::run_command(bin + " map apply --mapper " + dir + "/id --snapshot " + dir + "/snap --target " + base +
                                   " --output " + dir + "/mapped", &out), 0) << out;
+  // Every artifact comes with a bridge receipt that validates against the schema.
+  for (const char* r : {"/id.receipt.json", "/ridge.receipt.json", "/mapped.receipt.json"})
+    EXPECT_EQ(test::run_command(bin + " contract validate " + dir + r, &out), 0) << r << ": " << out;
   const kv::MappedState st = kv::read_mapped_state(dir + "/mapped");
   const kv::Snapshot snap = kv::read_snapshot(dir + "/snap");
   EXPECT_EQ(st.cache.k, snap.cache.k);  // identity: the native bits
