@@ -17,6 +17,7 @@
 #include "map/mapper.h"
 #include "map/metrics.h"
 #include "map/shared.h"
+#include "map/target_coords.h"
 #include "model/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
@@ -257,7 +258,7 @@ void add_apply(CLI::App& m) {
       fail_field(where, "target model identity", mp.target.identity + " (the mapper's target)", t.model->identity());
     model::Engine te(t.model, {});
     kv::MappedState out;
-    out.manifest = kv::describe_target(te, t.tokenizer->identity());
+    out.manifest = map::target_coordinates(te, t.tokenizer->identity());
     out.manifest.prefix = src.manifest.prefix;
     out.manifest.resume = src.manifest.resume;
     const model::ModelConfig& tc = te.config();
@@ -308,7 +309,7 @@ void add_replay(CLI::App& m) {
     const kv::MappedState st = kv::read_mapped_state(o->mapped);
     const Loaded t = load(o->model);
     model::Engine te(t.model, {});
-    kv::check_compatible(st.manifest, kv::describe_target(te, t.tokenizer->identity()), "map replay");
+    kv::check_compatible(st.manifest, map::target_coordinates(te, t.tokenizer->identity()), "map replay");
     model::KvCache cache = te.new_cache(st.cache.n_pos + o->n + 1);
     for (int l = 0; l < cache.n_layers; ++l)
       for (int h = 0; h < cache.n_kv_heads; ++h) {
@@ -379,7 +380,7 @@ void add_hybrid(CLI::App& m) {
                                                P + o->n + 1, &report);
     if (!o->output.empty()) {
       kv::MappedState st;
-      st.manifest = kv::describe_target(te, t.tokenizer->identity());
+      st.manifest = map::target_coordinates(te, t.tokenizer->identity());
       st.manifest.prefix.tokens.assign(prefix.begin(), prefix.end());
       st.manifest.resume.token = ids[size_t(P - 1)];
       st.manifest.resume.position = P - 1;

@@ -60,8 +60,13 @@ void map_layers(const Mapper& m, const model::ModelConfig& sc, const model::Mode
                std::to_string(reuse_below));
   const int n = src.n_pos, ds = sc.head_dim, dt = tc.head_dim;
   const bool rope_same = same_rope(sc, tc);
+  // cos/sin of every position, once: [n][d/2] for each side.
   model::RopeTable srope(sc), trope(tc);
-  std::vector<float> cs(static_cast<size_t>(ds / 2)), ss(cs), ct(static_cast<size_t>(dt / 2)), st(ct);
+  std::vector<float> cs(size_t(n) * (ds / 2)), ss(cs.size()), ct(size_t(n) * (dt / 2)), st(ct.size());
+  for (int p = 0; p < n; ++p) {
+    srope.cos_sin(p, cs.data() + size_t(p) * (ds / 2), ss.data() + size_t(p) * (ds / 2));
+    trope.cos_sin(p, ct.data() + size_t(p) * (dt / 2), st.data() + size_t(p) * (dt / 2));
+  }
   std::vector<float> x(static_cast<size_t>(ds)), y(static_cast<size_t>(dt));
   for (int l = first; l < last; ++l) {
     for (int h = 0; h < tc.n_kv_heads; ++h) {
@@ -75,11 +80,9 @@ void map_layers(const Mapper& m, const model::ModelConfig& sc, const model::Mode
         if (!copy_k) {
           const uint16_t* kr = src.k_row(l, h, p);
           for (int i = 0; i < ds; ++i) x[size_t(i)] = f16_to_f32(kr[i]);
-          srope.cos_sin(p, cs.data(), ss.data());
-          srope.rotate(cs.data(), ss.data(), x.data(), /*inverse=*/true);
+          srope.rotate(cs.data() + size_t(p) * (ds / 2), ss.data() + size_t(p) * (ds / 2), x.data(), /*inverse=*/true);
           hm.k.apply(x.data(), y.data());
-          trope.cos_sin(p, ct.data(), st.data());
-          trope.rotate(ct.data(), st.data(), y.data(), /*inverse=*/false);
+          trope.rotate(ct.data() + size_t(p) * (dt / 2), st.data() + size_t(p) * (dt / 2), y.data(), /*inverse=*/false);
           uint16_t* out = dst.k_row(l, h, p);
           for (int i = 0; i < dt; ++i) out[i] = f32_to_f16(y[size_t(i)]);
         }

@@ -37,10 +37,15 @@ void LinearMap::apply(const double* x, double* y) const {
 }
 
 void LinearMap::apply(const float* x, float* y) const {
-  std::vector<double> xd(static_cast<size_t>(d_in)), yd(static_cast<size_t>(d_out));
-  for (int i = 0; i < d_in; ++i) xd[size_t(i)] = x[i];
-  apply(xd.data(), yd.data());
-  for (int j = 0; j < d_out; ++j) y[j] = float(yd[size_t(j)]);
+  // Same arithmetic as the f64 overload (x widened exactly), without allocating per row.
+  thread_local std::vector<double> acc;
+  acc.assign(b.begin(), b.end());
+  for (int i = 0; i < d_in; ++i) {
+    const double xi = x[i];
+    const double* row = w.data() + size_t(i) * d_out;
+    for (int j = 0; j < d_out; ++j) acc[size_t(j)] += xi * row[j];
+  }
+  for (int j = 0; j < d_out; ++j) y[j] = float(acc[size_t(j)]);
 }
 
 NormalEquations::NormalEquations(int d_in, int d_out)

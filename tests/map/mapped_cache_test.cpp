@@ -9,6 +9,7 @@
 #include "kv/snapshot.h"
 #include "map/mapper.h"
 #include "map/metrics.h"
+#include "map/target_coords.h"
 #include "model/engine.h"
 #include "support/test_support.h"
 #include "tokenizer/tokenizer.h"
@@ -30,7 +31,7 @@ std::vector<int32_t> export_native(const std::string& dir, const std::string& pr
   model::KvCache full = e.new_cache(int(ids.size()) + n + 2);
   std::vector<float> logits = e.forward(full, ids);
   kv::Snapshot s;
-  s.manifest = kv::describe_target(e, t->identity());
+  s.manifest = map::target_coordinates(e, t->identity());
   s.manifest.prefix.tokens = ids;
   s.manifest.resume.token = first_argmax(logits.data(), int(logits.size()));
   s.manifest.resume.position = int64_t(ids.size());
