@@ -1,0 +1,61 @@
+// The boundary sweep at reduced size on the real pairs: rows for every anchor, the exact
+// hybrid bit-identical, the quantization pair labelled as such, a self-contained HTML report.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "map/sweep.h"
+#include "support/test_support.h"
+#include "util/atomic_file.h"
+
+namespace ember::map {
+namespace {
+
+SweepOptions small(const std::string& target) {
+  SweepOptions o;
+  o.source_path = test::shared_path("models/stories260K.gguf");
+  o.target_path = test::shared_path("models/" + target);
+  o.prompts_path = test::shared_path("models/prompts-stories-kjv.txt");
+  o.n_calib = 24;
+  o.n_eval = 4;
+  o.greedy_steps = 4;
+  o.timing_repeats = 1;
+  return o;
+}
+
+TEST(Sweep, BaseToKjvAtReducedSize) {
+  const SweepResult r = run_sweep(small("stories260K-kjv-top.gguf"));
+  const nlohmann::json j = r.to_json();
+  EXPECT_EQ(j["label"], "cross-model");
+  EXPECT_EQ(j["provenance"]["shared_layers"].get<int>(), 2);
+  // identity reuse, a = 2..5, full prefill.
+  ASSERT_EQ(j["rows"].size(), 6u);
+  const auto& hybrid = j["rows"][1];
+  EXPECT_TRUE(hybrid["exact_hybrid"].get<bool>());
+  EXPECT_EQ(hybrid["a"].get<int>(), 2);
+  EXPECT_EQ(hybrid["bit_identical"].get<int>(), 4);
+  EXPECT_EQ(hybrid["greedy_exact"].get<int>(), 4);
+  EXPECT_EQ(hybrid["mean_rel_logit_error"].get<double>(), 0.0);
+  EXPECT_TRUE(j["rows"][4]["pure_mapping"].get<bool>());
+  EXPECT_GT(j["rows"][4]["mean_rel_logit_error"].get<double>(), 0.0);
+  const std::string html = r.html();
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  size_t svgs = 0;
+  for (size_t p = html.find("<svg"); p != std::string::npos; p = html.find("<svg", p + 1)) ++svgs;
+  EXPECT_EQ(svgs, 3u);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_NE(r.table().find("exact-hybrid"), std::string::npos);
+}
+
+TEST(Sweep, F32ToQ8IsLabelledAQuantizationBoundary) {
+  const SweepResult r = run_sweep(small("stories260K-Q8_0.gguf"));
+  const nlohmann::json j = r.to_json();
+  EXPECT_EQ(j["label"], "quantization-boundary");
+  EXPECT_NE(j["note"].get<std::string>().find("not a cross-model result"), std::string::npos);
+  EXPECT_EQ(j["provenance"]["shared_layers"].get<int>(), 0);
+  EXPECT_NE(r.html().find("quantization-boundary study, not a cross-model result"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ember::map
