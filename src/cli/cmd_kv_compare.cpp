@@ -88,8 +88,8 @@ void run_compare(const CompareArgs& a) {
     }
   }
 
-  const kv::ComparedState left = kv::load_compared_state(a.left);
-  kv::ComparedState right = kv::load_compared_state(a.right);
+  const kv::ComparedState left = kv::load_compared_state_or_mapped(a.left);
+  kv::ComparedState right = kv::load_compared_state_or_mapped(a.right);
 
   ThreadPool pool(a.threads);
   std::optional<kv::PerturbedState> perturbed;

@@ -2,7 +2,9 @@
 
 #include <cstdio>
 
+#include "kv/mapped_state.h"
 #include "kv/state_loader.h"
+#include "util/atomic_file.h"
 #include "util/sha256.h"
 
 namespace ember::kv {
@@ -69,6 +71,32 @@ ComparedState compared_from_snapshot(Snapshot s) {
 
 ComparedState load_compared_state(const std::string& path) {
   return compared_from_snapshot(load_state(path));
+}
+
+ComparedState compared_from_mapped(const std::string& dir) {
+  MappedState ms = read_mapped_state(dir);
+  const std::string manifest_sha = sha256_hex(read_file(dir + "/" + kManifestFile, kMaxManifestBytes));
+  const MappedProvenance p = ms.mapping;
+  Snapshot s;
+  s.manifest = ms.manifest;
+  s.cache = std::move(ms.cache);
+  ComparedState c = compared_from_snapshot(std::move(s));
+  c.identity.kind = "mapped";
+  c.identity.snapshot_id = manifest_sha;
+  c.identity.provenance = {{"format", std::string(kMappedFormat) + ".v1"},
+                           {"numerics_contract", c.identity.provenance.back().second},
+                           {"mapping.kind", p.kind},
+                           {"mapping.mapper_hash", p.mapper_hash},
+                           {"mapping.shared_layers", std::to_string(p.shared_layers)},
+                           {"mapping.anchor", std::to_string(p.anchor)},
+                           {"mapping.source_model_identity", p.source_model_identity},
+                           {"mapping.source_manifest_sha256", p.source_manifest_sha256}};
+  return c;
+}
+
+ComparedState load_compared_state_or_mapped(const std::string& path) {
+  if (is_mapped_state(path)) return compared_from_mapped(path);
+  return load_compared_state(path);
 }
 
 }  // namespace ember::kv

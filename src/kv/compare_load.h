@@ -23,4 +23,13 @@ ComparedState compared_from_snapshot(Snapshot s);
 // load_state(path) then compared_from_snapshot().
 ComparedState load_compared_state(const std::string& path);
 
+// A mapped cache (ember.kv-mapped.v1, kv/mapped_state.h): kind "mapped", the target's
+// coordinates from its manifest, provenance naming the mapper hash, kind, s, a and the source.
+// snapshot_id = SHA-256 of the mapped manifest file's bytes.
+ComparedState compared_from_mapped(const std::string& dir);
+
+// What `kv compare` reads on each side: a mapped cache when DIR declares ember.kv-mapped,
+// otherwise load_compared_state() (native snapshot or KVC1). Perturbation sources stay native.
+ComparedState load_compared_state_or_mapped(const std::string& path);
+
 }  // namespace ember::kv

@@ -95,6 +95,11 @@ TEST(MappedCache, IdentityMapOntoItsOwnModelReplaysTheNativeContinuation) {
   ASSERT_GE(out.size(), expect.size() + 1);
   EXPECT_EQ(out.substr(out.size() - expect.size() - 1), expect + "\n") << out;
   EXPECT_NE(out.find("MAPPED cache"), std::string::npos) << out;
+  // kv compare accepts the mapped cache against the native snapshot of the same prefix, says
+  // it is mapped, and (identity map) finds no difference.
+  ASSERT_EQ(test::run_command(bin + " kv compare " + dir + "/snap " + dir + "/mapped --json", &out), 0) << out;
+  EXPECT_NE(out.find("\"mapped\""), std::string::npos) << out;
+  EXPECT_NE(out.find(st.mapping.mapper_hash), std::string::npos) << out;
   // A mapped cache never passes for a native snapshot.
   try {
     kv::read_snapshot(dir + "/mapped");
