@@ -1,9 +1,9 @@
 #pragma once
 // The target's snapshot coordinates for a mapped cache: model and tokenizer identity,
 // geometry, RoPE, attention, representation and numerics of a live engine, as a
-// kv::SnapshotManifest whose prefix, resume and payload are left empty.
-// (The snapshot module's kv::describe_target serves the same purpose for native exports;
-// this is map's own until that lands, filled from the same ModelConfig fields.)
+// kv::SnapshotManifest whose prefix, resume and payload are left empty. The same coordinates
+// a native export of that engine records (kv::describe_target), so `kv compare` and
+// `map replay` check a mapped cache against exactly what a native snapshot would carry.
 #include <string>
 
 #include "kv/snapshot.h"
