@@ -8,9 +8,11 @@
 // inline function for every caller, including on CPUs without AVX-512).
 //
 // Blocking: a tile of R weight rows x T tokens keeps R*T independent accumulators in
-// registers, so one load of a weight block serves T tokens (prefill) and R rows give the
-// out-of-order core independent chains (decode). Each accumulator still receives its
-// contributions in the canonical order, so R and T never change a bit.
+// registers, so one load of a weight block serves T tokens and R rows (prefill). Decode (one
+// token) runs R = 1 instead, see run_tiles. Each accumulator still receives its contributions
+// in the canonical order, so R and T never change a bit. The R and T loops carry
+// `#pragma GCC unroll`: left alone, GCC 12 kept the larger tiles' accumulators in stack arrays
+// (Q4_K decode ran at a third of its unrolled speed).
 // GCC 12 reports the deliberately undefined upper half of _mm512_castsi256_si512 and friends
 // as uninitialized (a false positive inside immintrin.h).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -50,10 +52,13 @@ template <class K, int R, int T>
 void tile_call(const WeightMatrix& W, const Activations& a, int64_t rb, int64_t i, int64_t t0,
                float* y) {
   const uint8_t* rows[R];
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) rows[r] = W.data + (i + r) * rb;
   float out[R * T];
   K::template tile<R, T>(rows, a, t0, out);
+  #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) y[(t0 + t) * W.rows + i + r] = out[r * T + t];
 }
 
@@ -73,6 +78,14 @@ template <class K>
 void run_tiles(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
   const int64_t rb = weight_row_bytes(K::kType, W.cols);
   int64_t i = r0;
+  // Decode (one token): one row at a time, so the weights stream through memory strictly in
+  // order and the hardware prefetcher keeps up; interleaving R rows (R short streams)
+  // measured at less than half the bandwidth (bench_matmul). The out-of-order core overlaps
+  // consecutive blocks of the row, whose only dependency is the accumulator chain.
+  if (a.n == 1) {
+    for (; i < r1; ++i) row_block<K, 1>(W, a, rb, i, y);
+    return;
+  }
   for (; i + K::kR <= r1; i += K::kR) row_block<K, K::kR>(W, a, rb, i, y);
   for (; i < r1; ++i) row_block<K, 1>(W, a, rb, i, y);
 }
@@ -109,29 +122,40 @@ struct FloatK {
   static void tile(const uint8_t* const* rows, const Activations& a, int64_t t0, float* out) {
     const int64_t k = a.k;
     const float* x[T];
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) x[t] = a.f32 + (t0 + t) * k;
     __m512 acc[R][T];
+    #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     int64_t j = 0;
     for (; j + 16 <= k; j += 16) {
       __m512 w[R];
+      #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) w[r] = load_w<TY>(rows[r], j);
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const __m512 xv = _mm512_loadu_ps(x[t] + j);
+        #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(w[r], xv, acc[r][t]);
       }
     }
     if (j < k) {  // tail: lanes without an element keep their value (mask3 keeps acc)
       const __mmask16 m = __mmask16((1u << (k - j)) - 1);
       __m512 w[R];
+      #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) w[r] = load_w_masked<TY>(rows[r], j, m);
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const __m512 xv = _mm512_maskz_loadu_ps(m, x[t] + j);
+        #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) acc[r][t] = _mm512_mask3_fmadd_ps(w[r], xv, acc[r][t], m);
       }
     }
+    #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) out[r * T + t] = tree16(acc[r][t]);
   }
 };
@@ -254,7 +278,9 @@ struct Q32K {
     const int64_t k = a.k, nb = k / 32;
     __m512 acc[R][T];
     float macc[R][T];
+    #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps(), macc[r][t] = 0.0f;
     const __m512i ones = _mm512_set1_epi16(1);
     const __m512i zero = _mm512_setzero_si512();
@@ -264,6 +290,7 @@ struct Q32K {
       __mmask64 neg[R];
       __m512 wd[R];
       float wm[R][2];
+      #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         float d[2];
         const __m512i w = codes64<TY>(rows[r], b, d, wm[r]);
@@ -271,6 +298,7 @@ struct Q32K {
         neg[r] = _mm512_movepi8_mask(w);
         wd[r] = _mm512_insertf32x8(_mm512_set1_ps(d[0]), _mm256_set1_ps(d[1]), 1);
       }
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const int64_t tt = t0 + t;
         const __m512i av = _mm512_loadu_si512(a.q + tt * k + b * 32);
@@ -280,6 +308,7 @@ struct Q32K {
           s0 = a.d[tt * nb + b] * float(a.sum[tt * nb + b]);
           s1 = a.d[tt * nb + b + 1] * float(a.sum[tt * nb + b + 1]);
         }
+        #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m512i sa = _mm512_mask_sub_epi8(av, neg[r], zero, av);
           const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(aw[r], sa), ones);
@@ -292,12 +321,14 @@ struct Q32K {
       }
     }
     if (b < nb) {  // a last even block: low half only
+      #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         float d0, m0 = 0;
         const __m512i w = _mm512_castsi256_si512(codes32<TY>(rows[r], b, &d0, &m0));
         const __m512i aw = _mm512_abs_epi8(w);
         const __mmask64 neg = _mm512_movepi8_mask(w) & 0xFFFFFFFFull;
         const __m512 wd = _mm512_set1_ps(d0);
+        #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const int64_t tt = t0 + t;
           const __m512i av = _mm512_maskz_loadu_epi8(0xFFFFFFFFull, a.q + tt * k + b * 32);
@@ -311,7 +342,9 @@ struct Q32K {
         }
       }
     }
+    #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         float v = tree16(acc[r][t]);
         if constexpr (kMin) v = v + macc[r][t];
@@ -352,16 +385,21 @@ struct KQuantK {
   static void tile(const uint8_t* const* rows, const Activations& a, int64_t t0, float* out) {
     const int64_t k = a.k, nb = k / 256;
     __m256 acc[R][T];
+    #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     const __m512i m0f = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; ++b) {
       __m512i isum[R][T];
+      #pragma GCC unroll 8
       for (int r = 0; r < R; ++r)
+        #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) isum[r][t] = _mm512_setzero_si512();
       float d[R], dmin[R];
       __m512i sc16[R];   // the block's sub-block scales as int16 in the low lanes
       __m256i mins2[R];  // Q4_K/Q5_K: m0,m0,m1,m1,...,m7,m7
+      #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         if constexpr (kQ6) {
           const auto* blk = reinterpret_cast<const gguf::BlockQ6_K*>(rows[r]) + b;
@@ -382,8 +420,10 @@ struct KQuantK {
               _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15), sm);
         }
       }
+      #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         __m512i wq[R], scv[R];
+        #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           wq[r] = chunk_codes(rows[r], b, c, m0f);
           // int16 lane i (elements 2i, 2i+1) takes the scale of its sub-block.
@@ -394,10 +434,12 @@ struct KQuantK {
                                      _mm512_srli_epi16(lane_index16(), 4));
           scv[r] = _mm512_permutexvar_epi16(idx, sc16[r]);
         }
+        #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
           const __m512i av = _mm512_loadu_si512(a.q + (t0 + t) * k + b * 256 + c * 64);
           __m512i off = _mm512_setzero_si512();
           if constexpr (kQ6) off = _mm512_maddubs_epi16(_mm512_set1_epi8(32), av);
+          #pragma GCC unroll 8
           for (int r = 0; r < R; ++r) {
             __m512i p16 = _mm512_maddubs_epi16(wq[r], av);
             if constexpr (kQ6) p16 = _mm512_sub_epi16(p16, off);
@@ -405,12 +447,14 @@ struct KQuantK {
           }
         }
       }
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const int64_t tt = t0 + t;
         const float ad = a.d[tt * nb + b];
         __m256i bs = _mm256_setzero_si256();
         if constexpr (!kQ6)
           bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (k / 16) + b * 16));
+        #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(isum[r][t]),
                                               _mm512_extracti64x4_epi64(isum[r][t], 1));
@@ -423,7 +467,9 @@ struct KQuantK {
         }
       }
     }
+    #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) out[r * T + t] = tree8(acc[r][t]);
   }
 
