@@ -2,6 +2,11 @@
 // A fixed pool of worker threads with a static-partition parallel_for. Determinism does not
 // depend on the pool: every kernel gives each output element to exactly one task and fixes
 // its reduction order by shape alone, so the partition only changes who computes, not what.
+//
+// Waiting spins briefly before it sleeps: one decode step runs hundreds of parallel sections
+// of tens of microseconds each, and waking a sleeping thread through the kernel costs about
+// as much as one of them (bench_engine, 2 threads).
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -32,9 +37,9 @@ class ThreadPool {
   std::condition_variable cv_start_, cv_done_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};  // written under mu_; read by spinning workers
+  std::atomic<int> pending_{0};          // workers still running the current job
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace ember
