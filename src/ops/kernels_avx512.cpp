@@ -236,6 +236,18 @@ inline __m512i codes64(const uint8_t* row, int64_t b, float* d, float* m) {
   }
 }
 
+// The f16 scales of blocks b and b + 1 as 16 f32 lanes (8 + 8), converted in one vcvtph2ps:
+// the same exact values as two scalar conversions and broadcasts, in a third of the uops.
+template <TensorType TY>
+inline __m512 scales64(const uint8_t* row, int64_t b) {
+  const uint8_t* p0 = row + b * Layout32<TY>::kBytes;
+  uint16_t h0, h1;
+  std::memcpy(&h0, p0, 2);
+  std::memcpy(&h1, p0 + Layout32<TY>::kBytes, 2);
+  const __m128i v0 = _mm_set1_epi16(int16_t(h0)), v1 = _mm_set1_epi16(int16_t(h1));
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(v0), v1, 1));
+}
+
 // One block (the last of an odd count) in the low 256 bits.
 template <TensorType TY>
 inline __m256i codes32(const uint8_t* row, int64_t b, float* d, float* m) {
@@ -296,7 +308,7 @@ struct Q32K {
         const __m512i w = codes64<TY>(rows[r], b, d, wm[r]);
         aw[r] = _mm512_abs_epi8(w);
         neg[r] = _mm512_movepi8_mask(w);
-        wd[r] = _mm512_insertf32x8(_mm512_set1_ps(d[0]), _mm256_set1_ps(d[1]), 1);
+        wd[r] = scales64<TY>(rows[r], b);
       }
       #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
