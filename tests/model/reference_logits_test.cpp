@@ -111,8 +111,10 @@ TEST(ReferenceLogits, Stories260K_F32) {
 }
 // F16 weights: llama.cpp rounds the activations of F16 matmuls to f16 and ember keeps them
 // f32 (ops/matmul.h), so some rows differ by more than the README's per-row mean of 0.005
-// (measured worst 0.0124; docs/numerics.md); max, argmax, greedy ids and the overall mean
-// meet the README's bounds.
+// (measured worst 0.0124). That bound is below the comparison's noise floor: an f64 model of
+// llama.cpp's own rounding recipe reaches only 0.0049-0.0094, and f32-sized noise moves it
+// by up to 0.007 (docs/numerics.md "Accuracy", python/tests/test_llamacpp_rounding.py).
+// Max, argmax, greedy ids and the overall mean meet the README's bounds.
 TEST(ReferenceLogits, Stories260K_F16) {
   run_case({"stories260K-F16.gguf", "reference/stories260K-F16", 48, 0.05, 0.02, 0.005, 0}, kPrompts, true);
 }
