@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   const double bw = bench::read_bandwidth(pool);
   const double peak = bench::fma_peak(pool, level == SimdLevel::scalar ? SimdLevel::avx2 : level);
   std::printf("limits: read bandwidth %.2f GB/s, FMA peak %.1f GFLOP/s (%s)\n", bw / 1e9,
-              peak / 1e9, level == SimdLevel::avx512 ? "zmm" : "ymm");
+              peak / 1e9, level >= SimdLevel::avx512 ? "zmm" : "ymm");
 
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 0.05f);

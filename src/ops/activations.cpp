@@ -48,12 +48,12 @@ float exp_f32(float x) {
 }
 
 void exp_row(const float* x, int64_t n, float* y) {
-  if (active_simd() == SimdLevel::avx512) return detail::exp_row_avx512(x, n, y);
+  if (active_simd() >= SimdLevel::avx512) return detail::exp_row_avx512(x, n, y);
   for (int64_t i = 0; i < n; ++i) y[i] = exp_f32(x[i]);
 }
 
 void silu_mul_row(const float* g, const float* u, int64_t n, float* out) {
-  if (active_simd() == SimdLevel::avx512) return detail::silu_mul_row_avx512(g, u, n, out);
+  if (active_simd() >= SimdLevel::avx512) return detail::silu_mul_row_avx512(g, u, n, out);
   for (int64_t i = 0; i < n; ++i) {
     const float a = g[i];
     out[i] = a / (1.0f + exp_f32(-a)) * u[i];

@@ -38,6 +38,7 @@ struct KernelTable {
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();    // only call where the CPU supports AVX2+FMA+F16C
 const KernelTable& avx512_kernels();  // only call where the CPU supports AVX-512 F/BW/VL/DQ
+const KernelTable& avx512vnni_kernels();  // ... and AVX512_VNNI (the same source, see below)
 
 // Bytes of one weight row of k elements (k a multiple of the block size).
 int64_t weight_row_bytes(gguf::TensorType type, int64_t k);

@@ -1,6 +1,7 @@
 // AVX-512 (F, BW, VL, DQ) twins of the scalar reference kernels in kernels_scalar.cpp: the
 // same canonical-v1 reduction order, so the same bits, only faster. Every weight type ember
-// reads has a twin here.
+// reads has a twin here. kernels_avx512vnni.cpp compiles this same file again with
+// EMBER_KERNELS_VNNI (and -mavx512vnni): only dot4 / dot2_acc differ, with the same integers.
 //
 // This file is compiled with AVX-512 flags. To keep AVX-512 code out of the rest of the
 // program it defines everything it uses in an anonymous namespace and calls no inline
@@ -272,6 +273,26 @@ inline __m256i codes32(const uint8_t* row, int64_t b, float* d, float* m) {
   }
 }
 
+// Exact integer dot products: int32 lane i = sum over bytes 4i..4i+3 of u[j] * s[j] (u
+// unsigned, s signed), and acc + the sum of the two int16 products of lane i. Without VNNI
+// through maddubs (whose int16 saturation never triggers here: |u| <= 128 against |s| <= 127,
+// or u <= 63) and madd; with VNNI in one instruction. Same integers either way.
+inline __m512i dot4(__m512i u, __m512i s, __m512i ones16) {
+#ifdef EMBER_KERNELS_VNNI
+  (void)ones16;
+  return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, s);
+#else
+  return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), ones16);
+#endif
+}
+inline __m512i dot2_acc(__m512i acc, __m512i a16, __m512i b16) {
+#ifdef EMBER_KERNELS_VNNI
+  return _mm512_dpwssd_epi32(acc, a16, b16);
+#else
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(a16, b16));
+#endif
+}
+
 // Scalar fma without leaving the vector unit (and without a libm call).
 inline float fma1(float a, float b, float c) {
   return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
@@ -323,7 +344,7 @@ struct Q32K {
         #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m512i sa = _mm512_mask_sub_epi8(av, neg[r], zero, av);
-          const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(aw[r], sa), ones);
+          const __m512i p = dot4(aw[r], sa, ones);
           acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(wd[r], ad), _mm512_cvtepi32_ps(p), acc[r][t]);
           if constexpr (kMin) {
             macc[r][t] = fma1(wm[r][0], s0, macc[r][t]);
@@ -346,7 +367,7 @@ struct Q32K {
           const __m512i av = _mm512_maskz_loadu_epi8(0xFFFFFFFFull, a.q + tt * k + b * 32);
           const __m512 ad = _mm512_maskz_loadu_ps(0x00FF, a.d8 + (tt * nb + b) * 8);
           const __m512i sa = _mm512_mask_sub_epi8(av, neg, zero, av);
-          const __m512i p = _mm512_madd_epi16(_mm512_maddubs_epi16(aw, sa), ones);
+          const __m512i p = dot4(aw, sa, ones);
           acc[r][t] = _mm512_mask3_fmadd_ps(_mm512_mul_ps(wd, ad), _mm512_cvtepi32_ps(p),
                                             acc[r][t], 0x00FF);
           if constexpr (kMin)
@@ -455,7 +476,7 @@ struct KQuantK {
           for (int r = 0; r < R; ++r) {
             __m512i p16 = _mm512_maddubs_epi16(wq[r], av);
             if constexpr (kQ6) p16 = _mm512_sub_epi16(p16, off);
-            isum[r][t] = _mm512_add_epi32(isum[r][t], _mm512_madd_epi16(p16, scv[r]));
+            isum[r][t] = dot2_acc(isum[r][t], p16, scv[r]);
           }
         }
       }
@@ -548,7 +569,11 @@ KernelTable make_table() {
 
 }  // namespace
 
+#ifdef EMBER_KERNELS_VNNI
+const KernelTable& avx512vnni_kernels() {
+#else
 const KernelTable& avx512_kernels() {
+#endif
   static const KernelTable table = make_table();
   return table;
 }

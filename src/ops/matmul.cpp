@@ -39,6 +39,7 @@ const KernelTable& table_for(SimdLevel level) {
     fail_field("matmul", "SIMD path", std::string("one this CPU supports (at most ") +
                simd_name(detected) + ")", simd_name(level));
   switch (level) {
+    case SimdLevel::avx512vnni: return detail::avx512vnni_kernels();
     case SimdLevel::avx512: return detail::avx512_kernels();
     case SimdLevel::avx2: return detail::avx2_kernels();
     case SimdLevel::scalar: break;

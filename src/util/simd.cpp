@@ -23,6 +23,7 @@ const char* simd_name(SimdLevel level) {
     case SimdLevel::scalar: return "scalar";
     case SimdLevel::avx2: return "avx2";
     case SimdLevel::avx512: return "avx512";
+    case SimdLevel::avx512vnni: return "avx512vnni";
   }
   return "?";
 }
@@ -31,7 +32,7 @@ SimdLevel detect_simd() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-    return SimdLevel::avx512;
+    return __builtin_cpu_supports("avx512vnni") ? SimdLevel::avx512vnni : SimdLevel::avx512;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
       cpu_has_f16c())
     return SimdLevel::avx2;
@@ -42,7 +43,14 @@ SimdLevel parse_simd(const std::string& name) {
   if (name == "scalar") return SimdLevel::scalar;
   if (name == "avx2") return SimdLevel::avx2;
   if (name == "avx512") return SimdLevel::avx512;
-  fail_field("EMBER_SIMD", "value", "scalar, avx2 or avx512", "'" + name + "'");
+  if (name == "avx512vnni") return SimdLevel::avx512vnni;
+  fail_field("EMBER_SIMD", "value", "scalar, avx2, avx512 or avx512vnni", "'" + name + "'");
+}
+
+std::vector<SimdLevel> supported_simd_levels() {
+  std::vector<SimdLevel> out;
+  for (int l = 0; l <= int(detect_simd()); ++l) out.push_back(SimdLevel(l));
+  return out;
 }
 
 void set_simd_override(SimdLevel level) {

@@ -19,13 +19,6 @@ struct SimdGuard {
   ~SimdGuard() { set_simd_override(detect_simd()); }
 };
 
-std::vector<SimdLevel> levels() {
-  std::vector<SimdLevel> out{SimdLevel::scalar};
-  if (int(detect_simd()) >= int(SimdLevel::avx2)) out.push_back(SimdLevel::avx2);
-  if (detect_simd() == SimdLevel::avx512) out.push_back(SimdLevel::avx512);
-  return out;
-}
-
 std::vector<int32_t> prompt(int n, int vocab, int salt) {
   std::vector<int32_t> t(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) t[size_t(i)] = int32_t((i * 37 + salt * 11 + 5) % vocab);
@@ -114,7 +107,7 @@ TEST(Determinism, ThreadsPrefillDecodeAndSimdPathsGiveIdenticalBits) {
     expect_same_bits(base, run(m, 1, tokens, 9), "prefill 9 + 4 decodes");
     expect_same_bits(base, run(m, 2, tokens, 1), "prefill 1 + 12 decodes, 2 threads");
     // (c) every SIMD path this CPU has
-    for (SimdLevel level : levels()) {
+    for (SimdLevel level : supported_simd_levels()) {
       set_simd_override(level);
       expect_same_bits(base, run(m, 1, tokens, n), std::string("simd ") + simd_name(level));
       expect_same_bits(base, run(m, 3, tokens, 6), std::string("simd ") + simd_name(level) +
