@@ -1,5 +1,6 @@
-"""A tiny GGUF reader (numpy): metadata and F32/F16 tensors, for the reference forward pass of
-the parity gate. Independent of ember's C++ reader on purpose. GGUF v2/v3, little-endian."""
+"""A tiny GGUF reader (numpy): metadata and F32/F16/Q8_0 tensors, for the reference forward
+pass of the parity gate and the llama.cpp rounding model. Independent of ember's C++ reader on
+purpose. GGUF v2/v3, little-endian."""
 import mmap
 import struct
 
@@ -7,6 +8,9 @@ import numpy as np
 
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _TENSOR_TYPES = {0: np.dtype("<f4"), 1: np.dtype("<f2")}
+Q8_0 = 8
+# Q8_0: blocks of 32 values, each an f16 scale d followed by 32 int8 codes; value = d * code.
+_Q8_0_BLOCK = np.dtype([("d", "<f2"), ("qs", "i1", 32)])
 
 
 class GgufError(ValueError):
@@ -44,11 +48,20 @@ class Gguf:
         self._tensors = {}
         for name, dims, ttype, offset in infos:
             self.tensor_types[name] = ttype
-            if ttype not in _TENSOR_TYPES:
-                continue  # quantized: not needed by the reference (F32 models only)
             n = int(np.prod(dims)) if dims else 1
-            dt = _TENSOR_TYPES[ttype]
             start = data + offset
+            if ttype == Q8_0:
+                if dims[0] % 32:
+                    raise GgufError(f"{path}: tensor {name}: Q8_0 row length {dims[0]} is not a multiple of 32")
+                size = n // 32 * _Q8_0_BLOCK.itemsize
+                if start + size > len(b):
+                    raise GgufError(f"{path}: tensor {name}: data out of range")
+                blocks = np.frombuffer(b[start:start + size], dtype=_Q8_0_BLOCK)
+                self._tensors[name] = (blocks["d"].astype(np.float64)[:, None] * blocks["qs"]).reshape(dims[::-1])
+                continue
+            if ttype not in _TENSOR_TYPES:
+                continue  # other quantized types: not needed by the Python tools
+            dt = _TENSOR_TYPES[ttype]
             if start + n * dt.itemsize > len(b):
                 raise GgufError(f"{path}: tensor {name}: data out of range")
             # GGML dims are innermost first; numpy shape is the reverse.
@@ -78,11 +91,11 @@ class Gguf:
         raise GgufError(f"{self.path}: unknown metadata type {t}")
 
     def tensor(self, name):
-        """f64 copy of a F32/F16 tensor, numpy shape (rows, row_length)."""
+        """f64 copy of a F32/F16 tensor (Q8_0: dequantized), numpy shape (rows, row_length)."""
         if name not in self.tensor_types:
             raise GgufError(f"{self.path}: no tensor {name}")
         if name not in self._tensors:
-            raise GgufError(f"{self.path}: tensor {name} has type {self.tensor_types[name]}; the reference reads F32/F16 only")
+            raise GgufError(f"{self.path}: tensor {name} has type {self.tensor_types[name]}; this reader handles F32/F16/Q8_0 only")
         return self._tensors[name].astype(np.float64)
 
     def has(self, name):

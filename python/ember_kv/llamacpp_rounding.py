@@ -1,11 +1,14 @@
 """How close can any engine come to llama.cpp's reference logits? An f64 model of the f16
 rounding points of llama.cpp's CPU path (no flash attention, f16 KV cache) for GGUF `llama`
-files with F32/F16 weights, used to measure the noise floor of the comparison in
+files with F32/F16/Q8_0 weights, used to measure the noise floor of the comparison in
 docs/numerics.md ("Accuracy"). Independent of ember's engine; analysis only.
 
 Rounding points modelled (each optional, all on by default):
   act16  the input of every matmul with F16 weights is rounded to f16 (ggml converts src1 to
          the weight's vec_dot_type);
+  act8   the input of every matmul with Q8_0 weights is quantized to Q8_0 blocks of 32
+         (d = amax / 127 stored as f16, q = round(x * 127 / amax)), as ggml's AVX2
+         quantize_row_q8_0 does;
   kv16   K (after RoPE) and V are stored in the f16 cache;
   q16    Q is rounded to f16 for the K product;
   p16    the softmax probabilities are rounded to f16 for the V product.
@@ -25,7 +28,8 @@ import numpy as np
 from .gguf import Gguf
 
 F16_TYPE = 1
-ALL_POINTS = ("act16", "kv16", "q16", "p16")
+Q8_0_TYPE = 8
+ALL_POINTS = ("act16", "act8", "kv16", "q16", "p16")
 
 
 class Rounding:
@@ -40,6 +44,20 @@ class Rounding:
         if self.perturb:
             x = x * (1.0 + self.perturb * self.rng.standard_normal(x.shape))
         return x.astype(np.float16).astype(np.float64)
+
+    def q8_0(self, x):
+        """x (n, k) through Q8_0 activation blocks and back (exact dequantized values)."""
+        if "act8" not in self.points:
+            return x
+        if self.perturb:
+            x = x * (1.0 + self.perturb * self.rng.standard_normal(x.shape))
+        b = x.reshape(x.shape[0], -1, 32)
+        amax = np.abs(b).max(axis=-1, keepdims=True)
+        d = (amax / 127.0).astype(np.float32).astype(np.float16).astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = np.where(amax > 0, np.float32(127.0) / amax.astype(np.float32), 0.0)
+        q = np.clip(np.round(b * inv), -127, 127)  # numpy rounds half to even, as ggml's SIMD
+        return (q * d).reshape(x.shape)
 
 
 class LlamaModel:
@@ -66,6 +84,8 @@ class LlamaModel:
     def matmul(self, name, x, r):
         if self.g.tensor_types[name] == F16_TYPE:
             x = r.f16("act16", x)
+        elif self.g.tensor_types[name] == Q8_0_TYPE:
+            x = r.q8_0(x)
         return x @ self.w(name).T
 
     def norm(self, x, name):
