@@ -33,6 +33,7 @@ variants=(
   "--native-threads 1 --export-threads 2 --replay-threads 3"
   "--replay-simd scalar --threads 2"
   "--native-simd scalar --export-simd scalar --threads 1"
+  "--native-simd avx2 --export-simd avx512 --replay-simd avx2 --threads 2"
 )
 pass=0; fail=0; cell=0
 printf "%-28s %-8s %-60s %s\n" model prompt variant result
