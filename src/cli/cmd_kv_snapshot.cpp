@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/kv_gate.h"
+#include "cli/token_ids.h"
 #include "kv/replay.h"
 #include "kv/snapshot.h"
 #include "kv/state_loader.h"
@@ -69,6 +70,8 @@ Loaded load(const ModelArgs& a) {
 
 struct PromptArgs {
   std::string text, file, ids;
+  // --prompt-ids itself, so that a given but empty list is an error rather than "no ids".
+  const CLI::Option* ids_option = nullptr;
   bool no_bos = false;
 };
 
@@ -76,6 +79,7 @@ void add_prompt_flags(CLI::App* c, PromptArgs& p) {
   auto* t = c->add_option("--prompt", p.text, "prompt text");
   auto* f = c->add_option("--prompt-file", p.file, "read the prompt text from a file (UTF-8)");
   auto* i = c->add_option("--prompt-ids", p.ids, "prompt as comma-separated token ids (no BOS added)");
+  p.ids_option = i;
   t->excludes(f)->excludes(i);
   f->excludes(i);
   c->add_flag("--no-bos", p.no_bos, "do not prepend BOS to the prompt text");
@@ -83,8 +87,8 @@ void add_prompt_flags(CLI::App* c, PromptArgs& p) {
 
 std::vector<int32_t> prompt_tokens(const PromptArgs& p, const Loaded& l) {
   std::vector<int32_t> ids;
-  if (!p.ids.empty()) {
-    ids = parse_token_ids(p.ids);
+  if (p.ids_option->count() > 0) {
+    ids = parse_token_ids("--prompt-ids", p.ids);
   } else {
     const std::string text = !p.file.empty() ? read_file(p.file, size_t(64) << 20) : p.text;
     if (p.file.empty() && p.text.empty())
@@ -237,28 +241,6 @@ void add_validate_replay(CLI::App& kv) {
 }
 
 }  // namespace
-
-std::vector<int32_t> parse_token_ids(const std::string& s) {
-  std::vector<int32_t> ids;
-  size_t i = 0;
-  while (i <= s.size()) {
-    size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    const std::string item = s.substr(i, j - i);
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || item.empty() || v < 0 || v > INT32_MAX)
-      fail_field("--prompt-ids", "item " + std::to_string(ids.size()), "a non-negative integer", "'" + item + "'");
-    ids.push_back(int32_t(v));
-    i = j + 1;
-  }
-  return ids;
-}
 
 void register_kv_snapshot_commands(CLI::App& kv) {
   add_export(kv);

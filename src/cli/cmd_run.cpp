@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/pack_tokens.h"
+#include "cli/token_ids.h"
 #include "gguf/gguf_file.h"
 #include "model/engine.h"
 #include "model/generate.h"
@@ -22,6 +23,7 @@ namespace {
 
 struct RunArgs {
   std::string model, tokenizer, prompt, prompt_ids, dump_logits;
+  bool has_prompt_ids = false;  // --prompt-ids was given (an empty list is an error, not "absent")
   std::string pack, allow;  // --pack: DOMCAP1 capability pack, checked against --allow
   int n = 64;
   int threads = 0;
@@ -30,30 +32,6 @@ struct RunArgs {
   uint64_t seed = 0;
   bool no_bos = false, ignore_eos = false, force = false, quiet = false;
 };
-
-std::vector<int32_t> parse_ids(const std::string& s) {
-  std::vector<int32_t> ids;
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    const std::string item = s.substr(i, j - i);
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || item.empty() || v < 0 || v > INT32_MAX)
-      fail_field("--prompt-ids", "item " + std::to_string(ids.size()),
-                 "a non-negative integer", "'" + item + "'");
-    ids.push_back(int32_t(v));
-    i = j + 1;
-  }
-  if (ids.empty()) fail_field("--prompt-ids", "list", "at least one id", "none");
-  return ids;
-}
 
 void run(const RunArgs& a) {
   auto model = model::Model::load(a.model);
@@ -70,8 +48,8 @@ void run(const RunArgs& a) {
                std::to_string(tokenizer->n_vocab()));
 
   std::vector<int32_t> prompt;
-  if (!a.prompt_ids.empty()) {
-    prompt = parse_ids(a.prompt_ids);
+  if (a.has_prompt_ids) {
+    prompt = parse_token_ids("--prompt-ids", a.prompt_ids);
   } else {
     if (!tokenizer)
       fail_field(a.model, "tokenizer", "tokenizer metadata in the GGUF or --tokenizer JSON "
@@ -181,8 +159,9 @@ void register_run_command(CLI::App& app) {
   cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop at end-of-generation tokens");
   cmd->add_flag("--force", args->force, "overwrite existing --dump-logits files");
   cmd->add_flag("--quiet", args->quiet, "no statistics line on stderr");
-  cmd->callback([args] {
-    if (args->prompt.empty() && args->prompt_ids.empty())
+  cmd->callback([args, ids] {
+    args->has_prompt_ids = ids->count() > 0;
+    if (args->prompt.empty() && !args->has_prompt_ids)
       fail_field("ember run", "prompt", "--prompt TEXT or --prompt-ids LIST", "neither");
     run(*args);
   });

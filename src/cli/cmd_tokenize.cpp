@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/token_ids.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
@@ -32,27 +33,6 @@ std::unique_ptr<tok::Tokenizer> load(const Source& src) {
 }
 
 std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
-
-std::vector<int32_t> parse_ids(const std::string& text) {
-  std::vector<int32_t> ids;
-  size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && (text[i] == ',' || text[i] == ' ')) ++i;
-    if (i == text.size()) break;
-    size_t j = i;
-    if (text[j] == '-') ++j;
-    while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
-    const std::string num = text.substr(i, j - i);
-    if (num.empty() || num == "-" || num.size() > 11 || (j < text.size() && text[j] != ',' && text[j] != ' '))
-      fail_field("--ids", "token " + std::to_string(ids.size()), "an integer (ids separated by commas)",
-                 "\"" + text.substr(i, std::min<size_t>(20, text.size() - i)) + "\"");
-    const long long v = std::stoll(num);
-    if (v < INT32_MIN || v > INT32_MAX) fail_field("--ids", "token " + std::to_string(ids.size()), "a 32-bit id", num);
-    ids.push_back(static_cast<int32_t>(v));
-    i = j;
-  }
-  return ids;
-}
 
 }  // namespace
 
@@ -105,7 +85,7 @@ void register_tokenize_commands(CLI::App& app) {
   dt->add_flag("--json", dargs->json, "Print {\"text\": ...} (invalid UTF-8 replaced by U+FFFD)");
   dt->callback([dargs] {
     const auto t = load(dargs->src);
-    const std::string text = t->decode(parse_ids(dargs->ids));
+    const std::string text = t->decode(parse_token_ids("--ids", dargs->ids));
     if (dargs->json) {
       std::printf("%s\n", dump(nlohmann::json{{"text", text}}).c_str());
     } else {

@@ -3,9 +3,7 @@
 // the export and the replay as three separate processes of this same executable
 // (/proc/self/exe), then compares their f32 logits bit for bit (kv/replay_gate.h) and writes
 // a canonical receipt JSON. Each process may get its own thread count and SIMD path.
-#include <cstdint>
 #include <string>
-#include <vector>
 
 namespace ember::cli {
 
@@ -24,8 +22,5 @@ struct GateOutcome {
 };
 
 GateOutcome run_replay_gate(const GateArgs& args);
-
-// "1,2,3" -> ids; Error naming the item otherwise (shared with `kv export --prompt-ids`).
-std::vector<int32_t> parse_token_ids(const std::string& s);
 
 }  // namespace ember::cli
