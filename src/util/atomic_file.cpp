@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "util/error.h"
+#include "util/open_file.h"
 
 namespace ember {
 namespace {
@@ -166,19 +167,14 @@ void write_file_atomic(const std::string& path, std::string_view contents, bool 
 }
 
 std::string read_file(const std::string& path, size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file");
-  }
-  if (uint64_t(st.st_size) > max_bytes) {
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, &size);
+  if (size > max_bytes) {
     ::close(fd);
     fail_field(path, "size", "at most " + std::to_string(max_bytes) + " bytes",
-               std::to_string(st.st_size) + " bytes");
+               std::to_string(size) + " bytes");
   }
-  std::string out(size_t(st.st_size), '\0');
+  std::string out(size_t(size), '\0');
   size_t got = 0;
   while (got < out.size()) {
     const ssize_t r = ::read(fd, out.data() + got, out.size() - got);

@@ -1,12 +1,16 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
+#include <string>
 
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/f16.h"
+#include "util/mapped_file.h"
+#include "util/open_file.h"
 #include "util/sha256.h"
 #include "util/thread_pool.h"
 
@@ -82,6 +86,40 @@ TEST(AtomicDirectory, CommitsWholeOrNothing) {
   d.commit();
   EXPECT_EQ(read_file(dir + "/snap/a.bin"), "x");
   EXPECT_THROW(AtomicDirectory(dir + "/snap", false), Error);
+}
+
+// The message of the Error that fn() throws ("" when it throws none).
+template <class F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// read_file() and MappedFile::open() open through open_regular_file(): the same refusals.
+TEST(OpenRegularFile, ReadFileAndMappedFileRefuseTheSamePaths) {
+  const std::string dir = test::temp_dir("open");
+  write_file_atomic(dir + "/five", "12345", false);
+  uint64_t size = 0;
+  const int fd = open_regular_file(dir + "/five", &size);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(::close(fd), 0);
+  EXPECT_EQ(size, 5u);
+  EXPECT_EQ(read_file(dir + "/five"), "12345");
+  EXPECT_EQ(MappedFile::open(dir + "/five")->size(), 5u);
+  for (const std::string& path : {dir + "/missing", dir}) {
+    SCOPED_TRACE(path);
+    const std::string msg = error_of([&] { open_regular_file(path, &size); });
+    EXPECT_EQ(msg.rfind(path + ": ", 0), 0u) << msg;
+    EXPECT_NE(msg.find(path == dir ? "not a regular file" : "cannot open: "), std::string::npos) << msg;
+    EXPECT_EQ(error_of([&] { read_file(path); }), msg);
+    EXPECT_EQ(error_of([&] { MappedFile::open(path); }), msg);
+  }
+  // read_file's own limit comes after the shared checks.
+  EXPECT_NE(error_of([&] { read_file(dir + "/five", 4); }).find("at most 4 bytes"), std::string::npos);
 }
 
 TEST(ThreadPool, CoversRangeOnce) {

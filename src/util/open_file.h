@@ -1,0 +1,14 @@
+#pragma once
+// Opening an input file, shared by read_file() (util/atomic_file.h) and MappedFile::open(), so
+// both accept and refuse the same paths with the same messages.
+#include <cstdint>
+#include <string>
+
+namespace ember {
+
+// Opens `path` read-only (close-on-exec) and checks that it is a regular file. Returns the
+// descriptor, which the caller closes, and its size in *size. Throws Error naming the path
+// ("cannot open: <reason>" or "not a regular file") otherwise, with nothing left open.
+int open_regular_file(const std::string& path, uint64_t* size);
+
+}  // namespace ember
