@@ -6,6 +6,7 @@
 
 #include "kv/snapshot.h"
 #include "model/engine.h"
+#include "support/cli_run.h"
 #include "support/test_support.h"
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
@@ -15,20 +16,10 @@ namespace {
 
 using nlohmann::json;
 
-struct CliRun {
-  int rc = -1;
-  std::string out;
-};
-CliRun run(const std::string& args) {
-  CliRun r;
-  r.rc = test::run_command(test::ember_binary() + " " + args, &r.out);
-  return r;
-}
-std::string q(const std::string& s) { return "'" + s + "'"; }
-json parse_report(const CliRun& r) {
-  const size_t b = r.out.find('{'), e = r.out.rfind('}');
-  return json::parse(r.out.substr(b, e - b + 1));
-}
+using test::CliRun;
+using test::parse_report;
+using test::q;
+using test::run_ember;
 
 int32_t argmax(const std::vector<float>& v) {
   int32_t best = 0;
@@ -73,8 +64,8 @@ TEST(CompareCliModel, SelfZeroAndScaleOneOnStories) {
   const std::string a = native_snapshot(model, kPrompt);
   const std::string b = native_snapshot(model, kPrompt);
   // Self: exact everywhere, top-1 agreement on every step, identical greedy sequences.
-  CliRun r = run("kv compare --json --max-abs 0 " + q(a) + " " + q(b) + " --model " + q(model) +
-                 " --steps 5");
+  CliRun r = run_ember("kv compare --json --max-abs 0 " + q(a) + " " + q(b) + " --model " + q(model) +
+                       " --steps 5");
   ASSERT_EQ(r.rc, 0) << r.out;
   json rep = parse_report(r);
   EXPECT_TRUE(rep["summary"]["identical"].get<bool>());
@@ -86,10 +77,10 @@ TEST(CompareCliModel, SelfZeroAndScaleOneOnStories) {
   }
   // Zero K and V of layer 0, head 0: localized, and visible in attention output and logits.
   const std::string dir = test::temp_dir("receipts");
-  ASSERT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --zero --receipt " +
-                q(dir + "/z.json")).rc, 0);
-  r = run("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " + q(dir + "/z.json") +
-          " --model " + q(model) + " --steps 4 --report " + q(dir + "/z.html"));
+  ASSERT_EQ(run_ember("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --zero --receipt " +
+                      q(dir + "/z.json")).rc, 0);
+  r = run_ember("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " + q(dir + "/z.json") +
+                " --model " + q(model) + " --steps 4 --report " + q(dir + "/z.html"));
   EXPECT_EQ(r.rc, 1) << r.out;
   rep = parse_report(r);
   for (const json& h : rep["heads"]) {
@@ -110,10 +101,10 @@ TEST(CompareCliModel, SelfZeroAndScaleOneOnStories) {
   EXPECT_EQ(c["unique_cells"]["k.cosine"], 20);  // 5 layers x 4 KV heads
   EXPECT_EQ(c["attn_cells"], 20);                // 4 steps x 5 layers
   // Scale 1.0: nothing changes, bit for bit, down to the logits.
-  ASSERT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --scale 1 --receipt " +
-                q(dir + "/one.json")).rc, 0);
-  r = run("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " + q(dir + "/one.json") +
-          " --model " + q(model) + " --steps 3");
+  ASSERT_EQ(run_ember("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --scale 1 --receipt " +
+                      q(dir + "/one.json")).rc, 0);
+  r = run_ember("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " + q(dir + "/one.json") +
+                " --model " + q(model) + " --steps 3");
   ASSERT_EQ(r.rc, 0) << r.out;
   rep = parse_report(r);
   for (const json& s : rep["diagnostics"]["same_input"]["steps"]) EXPECT_EQ(s["logits"]["max_abs"], 0.0);
@@ -122,14 +113,14 @@ TEST(CompareCliModel, SelfZeroAndScaleOneOnStories) {
 TEST(CompareCliModel, ZeroingLayer0Head0OnASynthesizedQwen2) {
   const std::string dir = test::temp_dir("synth");
   const std::string model = dir + "/qwen2.gguf";
-  const CliRun s = run("model synth --arch qwen2 --layers 3 --hidden 64 --heads 4 --kv-heads 2 "
-                       "--ffn 128 --vocab 512 --qkv-bias --tied --type f32 --seed 11 -o " + q(model));
+  const CliRun s = run_ember("model synth --arch qwen2 --layers 3 --hidden 64 --heads 4 --kv-heads 2 "
+                             "--ffn 128 --vocab 512 --qkv-bias --tied --type f32 --seed 11 -o " + q(model));
   ASSERT_EQ(s.rc, 0) << s.out;
   const std::string a = native_snapshot(model, kPrompt);
-  ASSERT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --zero --receipt " +
-                q(dir + "/z.json")).rc, 0);
-  const CliRun r = run("kv compare --json " + q(a) + " " + q(a) + " --perturb " + q(dir + "/z.json") +
-                       " --model " + q(model) + " --steps 3");
+  ASSERT_EQ(run_ember("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --zero --receipt " +
+                      q(dir + "/z.json")).rc, 0);
+  const CliRun r = run_ember("kv compare --json " + q(a) + " " + q(a) + " --perturb " + q(dir + "/z.json") +
+                             " --model " + q(model) + " --steps 3");
   ASSERT_EQ(r.rc, 0) << r.out;
   const json rep = parse_report(r);
   for (const json& h : rep["heads"]) {
@@ -149,7 +140,7 @@ TEST(CompareCliModel, F32AgainstQ8IsAQuantizationBoundaryStudy) {
   const std::string q8 = test::shared_path("models/stories260K-Q8_0.gguf");
   const std::string a = native_snapshot(f32, kPrompt);
   const std::string b = native_snapshot(q8, kPrompt);
-  const CliRun r = run("kv compare --json --r2 " + q(a) + " " + q(b) + " --model " + q(f32) + " --steps 3");
+  const CliRun r = run_ember("kv compare --json --r2 " + q(a) + " " + q(b) + " --model " + q(f32) + " --steps 3");
   ASSERT_EQ(r.rc, 0) << r.out;
   const json rep = parse_report(r);
   EXPECT_TRUE(rep["crossing"]["crosses_models"].get<bool>());
@@ -158,7 +149,7 @@ TEST(CompareCliModel, F32AgainstQ8IsAQuantizationBoundaryStudy) {
   EXPECT_FALSE(rep["summary"]["identical"].get<bool>());
   EXPECT_TRUE(rep["diagnostics"].is_object());
   // The diagnostics need LEFT's own model: the Q8_0 snapshot is not native to the F32 file.
-  const CliRun refused = run("kv compare " + q(b) + " " + q(a) + " --model " + q(f32) + " --steps 2");
+  const CliRun refused = run_ember("kv compare " + q(b) + " " + q(a) + " --model " + q(f32) + " --steps 2");
   EXPECT_EQ(refused.rc, 2) << refused.out;
   EXPECT_NE(refused.out.find("kv compare LEFT: model.identity"), std::string::npos) << refused.out;
 }

@@ -7,6 +7,7 @@
 
 #include "kv/compare_load.h"
 #include "kv/kv_test_util.h"
+#include "support/cli_run.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 
@@ -15,21 +16,10 @@ namespace {
 
 using nlohmann::json;
 
-struct CliRun {
-  int rc = -1;
-  std::string out;
-};
-CliRun run(const std::string& args) {
-  CliRun r;
-  r.rc = test::run_command(test::ember_binary() + " " + args, &r.out);
-  return r;
-}
-std::string q(const std::string& s) { return "'" + s + "'"; }
-// The JSON report on stdout; a failed check appends its one-line message (stderr) after it.
-json parse_report(const CliRun& r) {
-  const size_t b = r.out.find('{'), e = r.out.rfind('}');
-  return json::parse(r.out.substr(b, e == std::string::npos ? e : e - b + 1));
-}
+using test::CliRun;
+using test::parse_report;
+using test::q;
+using test::run_ember;
 
 // Writes a snapshot (geometry 3 layers x 2 KV heads x 8 dim x P positions) and returns its dir.
 std::string write(const Snapshot& s, const std::string& tag) {
@@ -41,8 +31,8 @@ std::string write(const Snapshot& s, const std::string& tag) {
 TEST(CompareCli, SelfComparisonPassesWithZeroDifferences) {
   const std::string a = write(test::make_snapshot(3, 2, 8, 5, 1), "a");
   const std::string b = write(test::make_snapshot(3, 2, 8, 5, 1), "b");
-  CliRun r = run("kv compare --json --r2 --max-abs 0 --min-cosine 1 --max-mse 0 --min-r2 1 " + q(a) +
-              " " + q(b));
+  CliRun r = run_ember("kv compare --json --r2 --max-abs 0 --min-cosine 1 --max-mse 0 --min-r2 1 " + q(a) +
+                       " " + q(b));
   ASSERT_EQ(r.rc, 0) << r.out;
   const json rep = parse_report(r);
   EXPECT_EQ(rep["result"], "pass");
@@ -52,19 +42,19 @@ TEST(CompareCli, SelfComparisonPassesWithZeroDifferences) {
   EXPECT_EQ(rep["left"]["kind"], "native");
   EXPECT_TRUE(rep["diagnostics"].is_null());
   // The table is the default and says the same.
-  r = run("kv compare " + q(a) + " " + q(b));
+  r = run_ember("kv compare " + q(a) + " " + q(b));
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("K/V identical"), std::string::npos) << r.out;
   // Same bytes for any thread count.
-  EXPECT_EQ(run("kv compare --json --r2 " + q(a) + " " + q(b) + " --threads 1").out,
-            run("kv compare --json --r2 " + q(a) + " " + q(b) + " --threads 3").out);
+  EXPECT_EQ(run_ember("kv compare --json --r2 " + q(a) + " " + q(b) + " --threads 1").out,
+            run_ember("kv compare --json --r2 " + q(a) + " " + q(b) + " --threads 3").out);
 }
 
 TEST(CompareCli, RefusesMisalignedStatesNamingTheCoordinate) {
   const Snapshot base = test::make_snapshot(3, 2, 8, 5, 1);
   const std::string a = write(base, "a");
   auto refused = [&](const Snapshot& other, const std::string& coordinate) {
-    const CliRun r = run("kv compare " + q(a) + " " + q(write(other, "x")));
+    const CliRun r = run_ember("kv compare " + q(a) + " " + q(write(other, "x")));
     EXPECT_EQ(r.rc, 2) << r.out;
     EXPECT_NE(r.out.find("coordinate " + coordinate), std::string::npos) << r.out;
   };
@@ -104,7 +94,7 @@ TEST(CompareCli, AnotherModelOfTheSameShapeIsComparedAndLabelled) {
   other.manifest.model.architecture = base.manifest.model.architecture;
   other.manifest.numerics.engine_fingerprint = "canonical-v1;weights=F32;test";
   seal(other);
-  const CliRun r = run("kv compare --json --r2 " + q(write(base, "a")) + " " + q(write(other, "b")));
+  const CliRun r = run_ember("kv compare --json --r2 " + q(write(base, "a")) + " " + q(write(other, "b")));
   ASSERT_EQ(r.rc, 0) << r.out;
   const json rep = parse_report(r);
   EXPECT_TRUE(rep["crossing"]["crosses_models"].get<bool>());
@@ -120,8 +110,8 @@ TEST(CompareCli, PerturbWritesOnlyAReceiptThatCompareAppliesToItsSource) {
   const std::string a = write(base, "a");
   const std::string rdir = test::temp_dir("receipts");
   const std::string receipt = rdir + "/zero.json";
-  CliRun p = run("kv perturb --snapshot " + q(a) + " --layer 1 --head 1 --part kv --zero --receipt " +
-              q(receipt));
+  CliRun p = run_ember("kv perturb --snapshot " + q(a) + " --layer 1 --head 1 --part kv --zero --receipt " +
+                       q(receipt));
   ASSERT_EQ(p.rc, 0) << p.out;
   size_t entries = 0;
   for (const auto& e : std::filesystem::directory_iterator(rdir)) entries += e.is_regular_file() ? 1 : 100;
@@ -131,7 +121,7 @@ TEST(CompareCli, PerturbWritesOnlyAReceiptThatCompareAppliesToItsSource) {
   EXPECT_EQ(rec["source"]["keys_sha256"], base.manifest.keys.sha256);
   EXPECT_EQ(rec["affected_elements"]["k"], 40);
 
-  CliRun r = run("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " + q(receipt));
+  CliRun r = run_ember("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " + q(receipt));
   EXPECT_EQ(r.rc, 1) << r.out;
   const json rep = parse_report(r);
   EXPECT_EQ(rep["right"]["kind"], "perturbed");
@@ -145,9 +135,9 @@ TEST(CompareCli, PerturbWritesOnlyAReceiptThatCompareAppliesToItsSource) {
     EXPECT_EQ(h["v"]["mismatches"].get<int>() > 0, hit) << h.dump();
   }
   // Not a snapshot: verify refuses it; and it applies to its source only.
-  EXPECT_NE(run("kv verify " + q(receipt)).rc, 0);
+  EXPECT_NE(run_ember("kv verify " + q(receipt)).rc, 0);
   const std::string other = write(test::make_snapshot(3, 2, 8, 5, 7), "other");
-  r = run("kv compare " + q(other) + " " + q(other) + " --perturb " + q(receipt));
+  r = run_ember("kv compare " + q(other) + " " + q(other) + " --perturb " + q(receipt));
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("perturbation receipt: source.snapshot_id"), std::string::npos) << r.out;
   // A receipt whose claims do not hold on its source, or that is not canonical, is refused.
@@ -157,7 +147,7 @@ TEST(CompareCli, PerturbWritesOnlyAReceiptThatCompareAppliesToItsSource) {
     text.replace(text.find(from), from.size(), to);
     const std::string edited = rdir + "/edited-" + std::to_string(text.size()) + ".json";
     write_file_atomic(edited, text, true);
-    const CliRun e = run("kv compare " + q(a) + " " + q(a) + " --perturb " + q(edited));
+    const CliRun e = run_ember("kv compare " + q(a) + " " + q(a) + " --perturb " + q(edited));
     EXPECT_EQ(e.rc, 2) << e.out;
   };
   refused_edit("\"changed_elements\": {\n    \"k\": 40", "\"changed_elements\": {\n    \"k\": 39");
@@ -168,32 +158,32 @@ TEST(CompareCli, PerturbWritesOnlyAReceiptThatCompareAppliesToItsSource) {
 TEST(CompareCli, ScaleOneIsBitExactAndFlagsAreChecked) {
   const std::string a = write(test::make_snapshot(3, 2, 8, 5, 1), "a");
   const std::string dir = test::temp_dir("receipts");
-  ASSERT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --scale 1.0 --receipt " +
-                q(dir + "/one.json")).rc, 0);
-  const CliRun r = run("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " +
-                    q(dir + "/one.json"));
+  ASSERT_EQ(run_ember("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --scale 1.0 --receipt " +
+                      q(dir + "/one.json")).rc, 0);
+  const CliRun r = run_ember("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " +
+                             q(dir + "/one.json"));
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_TRUE(parse_report(r)["summary"]["identical"].get<bool>());
-  EXPECT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --scale 1.0 --receipt " +
-                q(dir + "/one.json")).rc, 2);  // exists, no --force
-  EXPECT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --zero --scale 2 "
-                "--receipt " + q(dir + "/two.json")).rc, 2);
-  EXPECT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --receipt " +
-                q(dir + "/two.json")).rc, 2);
-  EXPECT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 3 --head 0 --part kv --zero --receipt " +
-                q(dir + "/two.json")).rc, 2);
-  EXPECT_EQ(run("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part q --zero --receipt " +
-                q(dir + "/two.json")).rc, 2);
+  EXPECT_EQ(run_ember("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --scale 1.0 --receipt " +
+                      q(dir + "/one.json")).rc, 2);  // exists, no --force
+  EXPECT_EQ(run_ember("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --zero --scale 2 "
+                      "--receipt " + q(dir + "/two.json")).rc, 2);
+  EXPECT_EQ(run_ember("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --receipt " +
+                      q(dir + "/two.json")).rc, 2);
+  EXPECT_EQ(run_ember("kv perturb --snapshot " + q(a) + " --layer 3 --head 0 --part kv --zero --receipt " +
+                      q(dir + "/two.json")).rc, 2);
+  EXPECT_EQ(run_ember("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part q --zero --receipt " +
+                      q(dir + "/two.json")).rc, 2);
   EXPECT_FALSE(path_exists(dir + "/two.json"));
-  EXPECT_EQ(run("kv compare " + q(a) + " " + q(a) + " --min-cosine 2").rc, 2);
+  EXPECT_EQ(run_ember("kv compare " + q(a) + " " + q(a) + " --min-cosine 2").rc, 2);
 }
 
 TEST(CompareCli, WritesJsonAndHtmlFilesWithoutOverwriting) {
   const std::string a = write(test::make_snapshot(3, 2, 8, 5, 1), "a");
   const std::string b = write(test::make_snapshot(3, 2, 8, 5, 1), "b");
   const std::string dir = test::temp_dir("outputs");
-  ASSERT_EQ(run("kv compare " + q(a) + " " + q(b) + " --json-out " + q(dir + "/r.json") +
-                " --report " + q(dir + "/r.html")).rc, 0);
+  ASSERT_EQ(run_ember("kv compare " + q(a) + " " + q(b) + " --json-out " + q(dir + "/r.json") +
+                      " --report " + q(dir + "/r.html")).rc, 0);
   EXPECT_EQ(json::parse(read_file(dir + "/r.json"))["result"], "pass");
   std::string out;
   ASSERT_EQ(test::run_command("/usr/bin/python3 " + std::string(EMBER_SOURCE_DIR) +
@@ -201,8 +191,8 @@ TEST(CompareCli, WritesJsonAndHtmlFilesWithoutOverwriting) {
   const json c = json::parse(out);
   EXPECT_TRUE(c["problems"].empty()) << out;
   EXPECT_EQ(c["unique_cells"]["k.cosine"], 6);
-  EXPECT_EQ(run("kv compare " + q(a) + " " + q(b) + " --report " + q(dir + "/r.html")).rc, 2);
-  EXPECT_EQ(run("kv compare " + q(a) + " " + q(b) + " --report " + q(dir + "/r.html") + " --force").rc, 0);
+  EXPECT_EQ(run_ember("kv compare " + q(a) + " " + q(b) + " --report " + q(dir + "/r.html")).rc, 2);
+  EXPECT_EQ(run_ember("kv compare " + q(a) + " " + q(b) + " --report " + q(dir + "/r.html") + " --force").rc, 0);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "kv/kv_test_util.h"
 #include "kv/snapshot.h"
+#include "support/cli_run.h"
 #include "support/test_support.h"
 #include "util/simd.h"
 
@@ -22,8 +23,6 @@ namespace fs = std::filesystem;
 
 const char* kEnglish = "Once upon a time, a little fox found a red ball in the park.";
 const char* kArabic = "كان يا ما كان، في قديم الزمان، ولد صغير يحب القراءة.";
-
-std::string q(const std::string& s) { return "'" + s + "'"; }
 
 // A small synthetic model made by `ember model synth` (k-quants need rows of 256).
 std::string synth(const std::string& arch, const std::string& type, const std::string& dir) {
