@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "util/simd.h"
@@ -14,19 +15,28 @@
 
 namespace ember::bench {
 
+// Wall-clock time, in seconds.
 inline double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-// Median of `reps` timings of fn(), in seconds.
+// Process CPU time, in seconds: for single-threaded work on a shared machine, where a
+// neighbour steals wall time but not CPU time (both sides of a ratio must use the same clock).
+inline double cpu_now_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// Median of `reps` timings of fn(), in seconds of `clock` (wall time unless told).
 template <class F>
-double median_time(int reps, F&& fn) {
+double median_time(int reps, F&& fn, double (*clock)() = now_s) {
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
-    const double t0 = now_s();
+    const double t0 = clock();
     fn();
-    t.push_back(now_s() - t0);
+    t.push_back(clock() - t0);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];

@@ -5,7 +5,6 @@
 //
 // The compare path is scalar f64 by contract (results may not depend on SIMD), so the ratio
 // says how far the exact instrument is from the memory-bandwidth limit.
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -13,13 +12,14 @@
 #include <thread>
 #include <vector>
 
+#include "bench_limits.h"
 #include "kv/compare_metrics.h"
 #include "util/f16.h"
 #include "util/thread_pool.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using ember::bench::best_time;
 
 void fill(ember::model::KvCache& c, uint32_t seed) {
   uint32_t x = seed;
@@ -29,17 +29,6 @@ void fill(ember::model::KvCache& c, uint32_t seed) {
       h = ember::f32_to_f16((float((x >> 8) % 8192u) - 4096.0f) / 1024.0f);
     }
   }
-}
-
-template <typename F>
-double best_seconds(int reps, F&& f) {
-  double best = 1e300;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return best;
 }
 
 }  // namespace
@@ -56,7 +45,7 @@ int main(int argc, char** argv) {
   const double mb = double(a.k.size() + a.v.size() + b.k.size() + b.v.size()) * 2.0 / 1e6;
 
   volatile uint64_t sink = 0;
-  const double t_read = best_seconds(5, [&] {
+  const double t_read = best_time(5, [&] {
     uint64_t s = 0;
     for (const auto* arr : {&a.k, &a.v, &b.k, &b.v}) {
       const size_t words = arr->size() / 4;
@@ -69,11 +58,11 @@ int main(int argc, char** argv) {
     }
     sink = sink + s;
   });
-  const double t_cmp = best_seconds(3, [&] { (void)ember::kv::compare_caches(a, b, false); });
-  const double t_r2 = best_seconds(3, [&] { (void)ember::kv::compare_caches(a, b, true); });
+  const double t_cmp = best_time(3, [&] { (void)ember::kv::compare_caches(a, b, false); });
+  const double t_r2 = best_time(3, [&] { (void)ember::kv::compare_caches(a, b, true); });
   const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   ember::ThreadPool pool(threads);
-  const double t_par = best_seconds(3, [&] { (void)ember::kv::compare_caches(a, b, false, &pool); });
+  const double t_par = best_time(3, [&] { (void)ember::kv::compare_caches(a, b, false, &pool); });
 
   std::printf("geometry %d layers x %d kv heads x %d dim x %d positions: %.1f MB of K/V\n",
               dims[0], dims[1], dims[2], dims[3], mb);

@@ -6,14 +6,13 @@
 //   bench_kvc1 [layers kv_heads head_dim positions]   (default 16 8 128 512: 32 MiB of K/V)
 // Writes to $TMPDIR (or /tmp); removes what it wrote. Built, never run by tests.
 #include <algorithm>
-#include <chrono>
-#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <unistd.h>
 
+#include "bench_limits.h"
 #include "kv/kvc1_snapshot.h"
 #include "util/atomic_file.h"
 #include "util/f16.h"
@@ -22,16 +21,7 @@
 namespace {
 
 using ember::kv::Snapshot;
-
-double seconds(const std::function<void()>& f) {
-  double best = 1e300;
-  for (int i = 0; i < 3; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
+using ember::bench::best_time;
 
 void copy_file(const std::string& from, const std::string& to) {
   const auto m = ember::MappedFile::open(from);
@@ -75,17 +65,17 @@ int main(int argc, char** argv) {
   ember::kv::write_snapshot(s, dir + "/snap", true);
   const double mib = double(m.keys.bytes + m.values.bytes) / (1 << 20);
 
-  const double t_copy = seconds([&] {
+  const double t_copy = best_time(3, [&] {
     copy_file(dir + "/snap/keys.f16le", dir + "/keys.copy");
     copy_file(dir + "/snap/values.f16le", dir + "/values.copy");
   });
-  const double t_pack = seconds([&] { ember::kv::pack_snapshot_dir(dir + "/snap", dir + "/s.kvc", true); });
-  const double t_hash = seconds([&] {
+  const double t_pack = best_time(3, [&] { ember::kv::pack_snapshot_dir(dir + "/snap", dir + "/s.kvc", true); });
+  const double t_hash = best_time(3, [&] {
     const auto f = ember::MappedFile::open(dir + "/s.kvc");
     (void)ember::sha256_hex(f->data(), f->size());
   });
-  const double t_verify = seconds([&] { (void)ember::kv::Kvc1File::open(dir + "/s.kvc"); });
-  const double t_unpack = seconds([&] { ember::kv::unpack_kvc1(dir + "/s.kvc", dir + "/back", true); });
+  const double t_verify = best_time(3, [&] { (void)ember::kv::Kvc1File::open(dir + "/s.kvc"); });
+  const double t_unpack = best_time(3, [&] { ember::kv::unpack_kvc1(dir + "/s.kvc", dir + "/back", true); });
 
   std::printf("KVC1, %.1f MiB of K/V (%d layers, %d kv heads, dim %d, %d positions)\n", mib, layers, heads, dim, pos);
   std::printf("  copy payload files  %8.1f MiB/s  (limit)\n", mib / t_copy);

@@ -7,33 +7,16 @@
 // The mapping path is scalar f64 by design (deterministic, no SIMD dependence); the ratio
 // says how far a pure-mapping handoff is from a plain copy of the cache.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "bench_limits.h"
 #include "map/apply.h"
 #include "map/mapper.h"
 #include "map/split.h"
 #include "util/f16.h"
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-template <typename F>
-double best_seconds(int reps, F&& f) {
-  double best = 1e300;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return best;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace ember;
@@ -69,8 +52,8 @@ int main(int argc, char** argv) {
   for (auto* arr : {&src.k, &src.v})
     for (auto& h : *arr) h = f32_to_f16(float(rng.normal()));
   const double bytes = double(src.k.size() + src.v.size()) * 2;
-  const double t_map = best_seconds(3, [&] { map::map_layers(m, c, c, src, 0, 0, L, dst); });
-  const double t_copy = best_seconds(5, [&] {
+  const double t_map = bench::best_time(3, [&] { map::map_layers(m, c, c, src, 0, 0, L, dst); });
+  const double t_copy = bench::best_time(5, [&] {
     std::memcpy(dst.k.data(), src.k.data(), src.k.size() * 2);
     std::memcpy(dst.v.data(), src.v.data(), src.v.size() * 2);
   });

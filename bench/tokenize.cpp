@@ -7,15 +7,14 @@
 // this measures the steady state of a long prompt, not cold merging.
 //
 //   bench_tokenize [MiB]   (default 4: the mixed text repeated up to that size)
-#include <algorithm>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <vector>
+#include <utility>
 
+#include "bench_limits.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
@@ -24,22 +23,9 @@ namespace {
 
 // Process CPU time: the work is single-threaded, and the build machine is shared, so CPU time
 // is the stable measure (both sides of each ratio are measured the same way).
-double now_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
-
 template <class F>
-double median_time(int reps, F&& fn) {
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const double t0 = now_s();
-    fn();
-    t.push_back(now_s() - t0);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+double median_cpu_time(int reps, F&& fn) {
+  return ember::bench::median_time(reps, std::forward<F>(fn), ember::bench::cpu_now_s);
 }
 
 std::string shared(const std::string& rel) { return std::string(EMBER_SHARED_DIR) + "/" + rel; }
@@ -71,7 +57,7 @@ int main(int argc, char** argv) {
   const std::string text = mixed_text(mib << 20);
   const double mb = double(text.size()) / 1e6;
   volatile size_t sink = 0;
-  const double t_scan = median_time(9, [&] { sink = sink + count_chars(text); });
+  const double t_scan = median_cpu_time(9, [&] { sink = sink + count_chars(text); });
   std::printf("text: %.2f MB mixed-script; byte scan %.0f MB/s\n", mb, mb / t_scan);
 
   struct Case {
@@ -86,13 +72,13 @@ int main(int argc, char** argv) {
   };
   for (const Case& c : cases) {
     std::unique_ptr<ember::tok::Tokenizer> t;
-    const double t_load = median_time(1, [&] {
+    const double t_load = median_cpu_time(1, [&] {
       t = c.gguf ? ember::tok::Tokenizer::from_gguf(ember::gguf::GgufFile::open(c.path))
                  : ember::tok::Tokenizer::from_json_file(c.path);
     });
-    const double t_read = median_time(3, [&] { sink = sink + count_chars(ember::read_file(c.path)); });
+    const double t_read = median_cpu_time(3, [&] { sink = sink + count_chars(ember::read_file(c.path)); });
     size_t n_tokens = 0;
-    const double t_enc = median_time(3, [&] { n_tokens = t->encode(text, false).size(); });
+    const double t_enc = median_cpu_time(3, [&] { n_tokens = t->encode(text, false).size(); });
     std::printf("%-26s encode %6.1f MB/s = %.4f x byte scan (%zu tokens, %.2f bytes/token); "
                 "load %.0f ms = %.0f x reading the file\n",
                 c.name, mb / t_enc, t_scan / t_enc, n_tokens, double(text.size()) / double(n_tokens),
