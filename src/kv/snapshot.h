@@ -45,6 +45,7 @@ inline constexpr int kMaxHeadDim = 4096;
 inline constexpr int kMaxPositions = 1 << 22;
 inline constexpr int kMaxVocab = 1 << 24;
 inline constexpr size_t kMaxManifestBytes = size_t(64) << 20;
+inline constexpr size_t kMaxManifestValues = size_t(kMaxPositions) + 256;  // JSON values
 
 struct ModelInfo {
   std::string identity;      // hex SHA-256 model identity (docs/identity.md)

@@ -2,6 +2,7 @@
 // Strict JSON for ember's manifests and receipts: a parser that rejects duplicated keys
 // (nlohmann silently keeps the last one), a reader that rejects unknown, missing and
 // mistyped keys, and a canonical writer (fixed key order, stable bytes).
+#include <cstddef>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -13,9 +14,11 @@ namespace ember::kv {
 using ordered_json = nlohmann::ordered_json;
 
 // Parses `text`; Error naming `where` on malformed JSON, a duplicated key at any depth
-// (with its dotted path), or nesting deeper than max_depth.
+// (with its dotted path), nesting deeper than max_depth, or more than max_values values
+// (objects, arrays and scalars, the top level included: a reader that knows its schema
+// bounds the DOM, which costs up to ~80 bytes per value, not the text's size). Linear time.
 nlohmann::json parse_json_strict(const std::string& text, const std::string& where,
-                                 int max_depth = 16);
+                                 int max_depth = 16, size_t max_values = SIZE_MAX);
 
 // Canonical text: objects in insertion order with 2-space indent, arrays of scalars on one
 // line, strings escaped as nlohmann does (UTF-8 kept), a final newline.
