@@ -10,10 +10,10 @@
 //
 // Blocking: a tile of R weight rows x T tokens keeps R*T independent accumulators in
 // registers, so one load of a weight block serves T tokens and R rows (prefill). Decode (one
-// token) runs R = 1 instead, see run_tiles. Each accumulator still receives its contributions
-// in the canonical order, so R and T never change a bit. The R and T loops carry
-// `#pragma GCC unroll`: left alone, GCC 12 kept the larger tiles' accumulators in stack arrays
-// (Q4_K decode ran at a third of its unrolled speed).
+// token) runs two far-apart rows instead, see run_tiles. Each accumulator still receives its
+// contributions in the canonical order, so R and T never change a bit. The R and T loops
+// carry `#pragma GCC unroll`: left alone, GCC 12 kept the larger tiles' accumulators in stack
+// arrays (Q4_K decode ran at a third of its unrolled speed).
 // GCC 12 reports the deliberately undefined upper half of _mm512_castsi256_si512 and friends
 // as uninitialized (a false positive inside immintrin.h).
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -79,12 +79,21 @@ template <class K>
 void run_tiles(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
   const int64_t rb = weight_row_bytes(K::kType, W.cols);
   int64_t i = r0;
-  // Decode (one token): one row at a time, so the weights stream through memory strictly in
-  // order and the hardware prefetcher keeps up; interleaving R rows (R short streams)
-  // measured at less than half the bandwidth (bench_matmul). The out-of-order core overlaps
-  // consecutive blocks of the row, whose only dependency is the accumulator chain.
+  // Decode (one token): two row streams, [r0, mid) and [mid, r1), one row of each per step.
+  // Each stream walks memory strictly in order, which the hardware prefetcher follows (a tile
+  // of adjacent rows, i.e. several short interleaved streams, measured at less than half the
+  // bandwidth), and the two rows' accumulator chains overlap in the core (one row alone is
+  // bound by its FMA chain: +15 % for a decode step, 1 thread, Zen 4).
   if (a.n == 1) {
-    for (; i < r1; ++i) row_block<K, 1>(W, a, rb, i, y);
+    const int64_t half = (r1 - r0) / 2;
+    for (int64_t j = 0; j < half; ++j) {
+      const uint8_t* rows[2] = {W.data + (r0 + j) * rb, W.data + (r0 + half + j) * rb};
+      float out[2];
+      K::template tile<2, 1>(rows, a, 0, out);
+      y[r0 + j] = out[0];
+      y[r0 + half + j] = out[1];
+    }
+    if ((r1 - r0) % 2) row_block<K, 1>(W, a, rb, r1 - 1, y);
     return;
   }
   for (; i + K::kR <= r1; i += K::kR) row_block<K, K::kR>(W, a, rb, i, y);
