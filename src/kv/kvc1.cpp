@@ -297,7 +297,7 @@ void Kvc1File::verify_all() {
 
   const std::string_view text(reinterpret_cast<const char*>(data_ + kKvc1PreambleBytes), header_length);
   try {
-    header_ = ember::parse_json_strict(text, w + ": [bad-header] header");
+    header_ = ember::parse_json_strict(text, w + ": [bad-header] header", 64, kKvc1MaxHeaderValues);
   } catch (const Kvc1Error&) {
     throw;
   } catch (const Error& e) {

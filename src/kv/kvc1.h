@@ -19,6 +19,7 @@
 #include "util/byte_io.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "kv/snapshot.h"
 #include "util/sha256.h"
 
 namespace ember::kv {
@@ -30,6 +31,9 @@ inline constexpr uint64_t kKvc1PreambleBytes = 32;
 inline constexpr uint64_t kKvc1EntryBytes = 80;
 inline constexpr uint64_t kKvc1Alignment = 64;
 inline constexpr uint64_t kKvc1MaxHeaderBytes = uint64_t(64) << 20;
+// JSON values a header may hold: a snapshot manifest's (kMaxManifestValues) plus room for a
+// mapped artifact's provenance. Bounds the parsed DOM, not only the text.
+inline constexpr size_t kKvc1MaxHeaderValues = kMaxManifestValues + 65536;
 inline constexpr uint32_t kKvc1MaxTensors = 2 * 1024;
 
 enum class Kvc1Dtype : uint8_t { f16 = 1, bf16 = 2, f32 = 3 };

@@ -9,16 +9,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json_strict.h"
+
 namespace ember::kv {
 
 using ordered_json = nlohmann::ordered_json;
 
-// Parses `text`; Error naming `where` on malformed JSON, a duplicated key at any depth
-// (with its dotted path), nesting deeper than max_depth, or more than max_values values
-// (objects, arrays and scalars, the top level included: a reader that knows its schema
-// bounds the DOM, which costs up to ~80 bytes per value, not the text's size). Linear time.
-nlohmann::json parse_json_strict(const std::string& text, const std::string& where,
-                                 int max_depth = 16, size_t max_values = SIZE_MAX);
+// ember::parse_json_strict (util/json_strict.h) with the depth limit of ember's own
+// manifests and receipts (16).
+inline nlohmann::json parse_json_strict(const std::string& text, const std::string& where,
+                                        int max_depth = 16, size_t max_values = SIZE_MAX) {
+  return ember::parse_json_strict(text, where, max_depth, max_values);
+}
 
 // Canonical text: objects in insertion order with 2-space indent, arrays of scalars on one
 // line, strings escaped as nlohmann does (UTF-8 kept), a final newline.

@@ -1,8 +1,11 @@
 #pragma once
-// Strict JSON input for everything ember reads from outside (KVC1 headers, receipts,
-// capability packs, allowlists): one parse that refuses what nlohmann would let through
-// silently. Rejected: syntax errors, invalid UTF-8, duplicate object keys (nlohmann keeps
-// the last one), nesting deeper than max_depth, and trailing content.
+// Strict JSON input for everything ember reads from outside (snapshot manifests, KVC1
+// headers, receipts, capability packs, allowlists): one parse that refuses what nlohmann
+// would let through silently. Rejected: syntax errors, invalid UTF-8, duplicate object keys
+// (nlohmann keeps the last one; the message names the dotted path), nesting deeper than
+// max_depth, more than max_values values, and trailing content. Linear time.
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -11,8 +14,10 @@
 namespace ember {
 
 // Throws Error("<where>: ...") naming the problem (and the duplicated key, if any).
+// max_values counts objects, arrays and scalars, the top level included: a reader that knows
+// its schema bounds the DOM (up to ~80 bytes per value), not only the text's size.
 nlohmann::json parse_json_strict(std::string_view text, std::string_view where,
-                                 int max_depth = 64);
+                                 int max_depth = 64, size_t max_values = SIZE_MAX);
 
 // The canonical text of a JSON value: keys sorted by code unit, no whitespace, UTF-8 not
 // escaped. nlohmann's object is a std::map, so dump() already sorts; this names the contract.

@@ -170,6 +170,32 @@ TEST(Kvc1, RejectsDuplicateKeysInHeader) {
   expect_reject(c, Kvc1Reject::bad_header, "duplicate key");
 }
 
+// A header is bounded by the number of JSON values it may hold, not only by its 64 MiB: a
+// list of that many scalars would otherwise build a DOM far larger than the text.
+TEST(Kvc1, RejectsHeaderWithTooManyValues) {
+  const auto ok = valid_image();
+  std::string big = ember::canonical_json(test_header());
+  const size_t n = big.find("\"note\":\"test\"");
+  std::string list = "\"note\":[0";
+  list.reserve(2 * kKvc1MaxHeaderValues + 16);
+  for (size_t i = 0; i < kKvc1MaxHeaderValues; ++i) list += ",0";
+  big.replace(n, 13, list + "]");
+  std::string img(reinterpret_cast<const char*>(ok.data()), 32);
+  img += big;
+  img.resize(img.size() + ok.size() - 32, '\0');  // payloads do not matter: the header is refused first
+  std::vector<uint8_t> c(img.begin(), img.end());
+  put<uint64_t>(c, 16, big.size());
+  put<uint64_t>(c, 8, c.size());
+  try {
+    parse(c);
+    ADD_FAILURE() << "accepted";
+  } catch (const Kvc1Error& e) {
+    EXPECT_EQ(e.code(), Kvc1Reject::bad_header) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at most " + std::to_string(kKvc1MaxHeaderValues) + " values"),
+              std::string::npos) << e.what();
+  }
+}
+
 TEST(Kvc1, RejectsTableEdits) {
   const auto ok = valid_image();
   auto b = ok; b[entry(ok, 1) + 5] = 7; expect_reject(b, Kvc1Reject::unknown_dtype, "dtype code 7");
