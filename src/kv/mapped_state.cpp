@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "util/json_strict.h"
 #include "util/atomic_file.h"
 #include "util/byte_io.h"
 #include "util/error.h"
@@ -109,7 +110,7 @@ bool is_mapped_state(const std::string& dir) {
   const std::string path = dir + "/" + kManifestFile;
   if (!path_exists(path)) return false;
   try {
-    const auto j = nlohmann::json::parse(read_file(path, kMaxManifestBytes));
+    const auto j = ember::parse_json_strict(read_file(path, kMaxManifestBytes), path, 16, kMaxManifestValues);
     return j.is_object() && j.value("format", "") == kMappedFormat;
   } catch (const std::exception&) {
     return false;
@@ -118,12 +119,11 @@ bool is_mapped_state(const std::string& dir) {
 
 MappedState read_mapped_state(const std::string& dir) {
   const std::string path = dir + "/" + kManifestFile;
-  nlohmann::ordered_json j;
-  try {
-    j = nlohmann::ordered_json::parse(read_file(path, kMaxManifestBytes));
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, std::string("not valid JSON: ") + e.what());
-  }
+  // The strict parse refuses duplicated keys, deep nesting and an unbounded DOM; the mapping
+  // provenance is then read again in its written key order.
+  const std::string text = read_file(path, kMaxManifestBytes);
+  ember::parse_json_strict(text, path, 16, kMaxManifestValues);
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text);
   if (!j.is_object() || !j.contains("format") || j["format"] != kMappedFormat)
     fail_field(path, "format", std::string(kMappedFormat) + " (a mapped cache)",
                j.is_object() && j.contains("format") ? j["format"].dump() : "missing");

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <set>
 
+#include "util/json_strict.h"
 #include "util/atomic_file.h"
 #include "util/byte_io.h"
 #include "util/error.h"
@@ -175,12 +176,7 @@ void CalibrationSet::write(const std::string& dir, bool force) const {
 
 CalibrationSet CalibrationSet::read(const std::string& dir) {
   const std::string mpath = dir + "/manifest.json";
-  nlohmann::json m;
-  try {
-    m = nlohmann::json::parse(read_file(mpath, size_t(1) << 28));
-  } catch (const nlohmann::json::exception& e) {
-    fail(mpath, std::string("not valid JSON: ") + e.what());
-  }
+  const nlohmann::json m = ember::parse_json_strict(read_file(mpath, size_t(1) << 28), mpath);
   if (!m.is_object()) fail_field(mpath, "manifest", "an object", m.type_name());
   const std::string fmt = get_str(m, "format", mpath, "");
   if (fmt != kCalibrationFormat) fail_field(mpath, "format", kCalibrationFormat, fmt);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "util/json_strict.h"
 #include "util/atomic_file.h"
 #include "util/byte_io.h"
 #include "util/error.h"
@@ -139,12 +140,7 @@ void Mapper::write(const std::string& dir, bool force) const {
 
 Mapper Mapper::read(const std::string& dir) {
   const std::string mpath = dir + "/manifest.json";
-  nlohmann::json m;
-  try {
-    m = nlohmann::json::parse(read_file(mpath, size_t(1) << 26));
-  } catch (const nlohmann::json::exception& e) {
-    fail(mpath, std::string("not valid JSON: ") + e.what());
-  }
+  const nlohmann::json m = ember::parse_json_strict(read_file(mpath, size_t(1) << 26), mpath);
   if (!m.is_object()) fail_field(mpath, "manifest", "an object", m.type_name());
   auto str = [&](const char* k) {
     if (!m.contains(k) || !m[k].is_string()) fail_field(mpath, k, "a string", m.contains(k) ? m[k].dump() : "missing");

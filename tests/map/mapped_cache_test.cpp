@@ -134,5 +134,32 @@ TEST(MappedCache, TamperedPayloadIsRejected) {
   EXPECT_THROW(kv::read_mapped_state(dir + "/mapped"), Error);
 }
 
+// The mapped manifest goes through the strict parse: a duplicated key (which a plain parse
+// would resolve silently to its last value) is refused, naming the key.
+TEST(MappedCache, DuplicatedManifestKeyIsRejected) {
+  const std::string dir = test::temp_dir("mapped-dup");
+  export_native(dir + "/snap", "Lily wanted to play", 1);
+  const std::string base = models() + "/stories260K.gguf";
+  auto m = model::Model::load(base);
+  auto t = tok::Tokenizer::from_gguf(m->file());
+  const ModelGeometry g{m->identity(), "llama", 5, 4, 8, 64};
+  identity_mapper(g, g, t->identity(), 5).write(dir + "/id", false);
+  std::string out;
+  ASSERT_EQ(test::run_command(test::ember_binary() + " map apply --mapper " + dir + "/id --snapshot " + dir +
+                                  "/snap --target " + base + " --output " + dir + "/mapped", &out), 0) << out;
+  ASSERT_NO_THROW(kv::read_mapped_state(dir + "/mapped"));
+  std::string text = read_file(dir + "/mapped/manifest.json");
+  const size_t at = text.find('{');
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at + 1, "\"format\": \"ember.kv-snapshot.v1\",");
+  write_file_atomic(dir + "/mapped/manifest.json", text, true);
+  try {
+    kv::read_mapped_state(dir + "/mapped");
+    ADD_FAILURE() << "accepted a duplicated key";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("format: expected a key that appears once"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ember::map
