@@ -13,6 +13,7 @@
 #include "tokenizer/spec.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/json_strict.h"
 
 namespace ember::tok {
 namespace {
@@ -25,12 +26,10 @@ std::string brief(const json& j) {
   return s;
 }
 
+// The strict parse every ember input goes through: a duplicated key (say a vocab entry
+// listed twice with two ids) is refused by its dotted path instead of keeping the last value.
 json parse_json_text(std::string_view text, const std::string& path) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    fail_field(path, "(document)", "valid JSON", e.what());
-  }
+  return ember::parse_json_strict(text, path);
 }
 
 // A member that must be a string/bool/etc. when present.

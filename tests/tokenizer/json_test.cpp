@@ -106,6 +106,20 @@ TEST(TokenizerJson, ClearErrors) {
   expect_error([](json& j) { j["decoder"] = {{"type", "Metaspace"}}; }, "decoder.type");
   expect_error([](json& j) { j["post_processor"] = {{"type", "BertProcessing"}}; }, "post_processor.type");
   const std::string dir = temp_dir("tokjson-bad");
+  {  // a vocab entry listed twice: refused by its path, not resolved to the last id
+    std::string text = tiny().dump();
+    const size_t at = text.find("\"he\":257");
+    ASSERT_NE(at, std::string::npos);
+    text.insert(at, "\"he\":256,");
+    write_file_atomic(dir + "/dup.json", text, false);
+    try {
+      tok::Tokenizer::from_json_file(dir + "/dup.json");
+      ADD_FAILURE() << "accepted a duplicated vocab key";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("model.vocab.he: expected a key that appears once"), std::string::npos)
+          << e.what();
+    }
+  }
   write_file_atomic(dir + "/tokenizer.json", "{\"model\": [1, 2", false);
   EXPECT_THROW(tok::Tokenizer::from_json_file(dir + "/tokenizer.json"), Error);
   EXPECT_THROW(tok::Tokenizer::from_json_file(dir + "/missing.json"), Error);
