@@ -311,11 +311,7 @@ void add_replay(CLI::App& m) {
     model::Engine te(t.model, {});
     kv::check_compatible(st.manifest, map::target_coordinates(te, t.tokenizer->identity()), "map replay");
     model::KvCache cache = te.new_cache(st.cache.n_pos + o->n + 1);
-    for (int l = 0; l < cache.n_layers; ++l)
-      for (int h = 0; h < cache.n_kv_heads; ++h) {
-        std::memcpy(cache.k_row(l, h, 0), st.cache.k_row(l, h, 0), size_t(st.cache.n_pos) * cache.head_dim * 2);
-        std::memcpy(cache.v_row(l, h, 0), st.cache.v_row(l, h, 0), size_t(st.cache.n_pos) * cache.head_dim * 2);
-      }
+    cache.copy_prefix(st.cache, st.cache.n_pos);
     cache.n_pos = st.cache.n_pos;
     std::fprintf(stderr, "ember: resuming from a MAPPED cache (%s, mapper %s, s = %d, a = %d), not a native snapshot\n",
                  st.mapping.kind.c_str(), st.mapping.mapper_hash.c_str(), st.mapping.shared_layers, st.mapping.anchor);
@@ -386,11 +382,7 @@ void add_hybrid(CLI::App& m) {
       st.manifest.resume.position = P - 1;
       st.cache = model::KvCache(cache.n_layers, cache.n_kv_heads, cache.head_dim, P - 1);
       st.cache.n_pos = P - 1;
-      for (int l = 0; l < cache.n_layers; ++l)
-        for (int h = 0; h < cache.n_kv_heads; ++h) {
-          std::memcpy(st.cache.k_row(l, h, 0), cache.k_row(l, h, 0), size_t(P - 1) * cache.head_dim * 2);
-          std::memcpy(st.cache.v_row(l, h, 0), cache.v_row(l, h, 0), size_t(P - 1) * cache.head_dim * 2);
-        }
+      st.cache.copy_prefix(cache, P - 1);
       st.mapping.kind = "hybrid";
       st.mapping.mapper_hash = mp ? mp->hash() : "";
       st.mapping.calibration_split_hash = mp ? mp->split_hash : "";

@@ -23,14 +23,7 @@ int32_t argmax(const std::vector<float>& logits) {
 // A working copy of the active rows [0, P) with room for `extra` more positions.
 model::KvCache working_copy(const model::KvCache& c, int extra) {
   model::KvCache w(c.n_layers, c.n_kv_heads, c.head_dim, c.n_pos + extra);
-  const size_t row = size_t(c.n_pos) * size_t(c.head_dim);
-  for (int l = 0; l < c.n_layers; ++l) {
-    for (int h = 0; h < c.n_kv_heads; ++h) {
-      if (row == 0) continue;
-      std::memcpy(w.k_row(l, h, 0), c.k_row(l, h, 0), row * sizeof(uint16_t));
-      std::memcpy(w.v_row(l, h, 0), c.v_row(l, h, 0), row * sizeof(uint16_t));
-    }
-  }
+  w.copy_prefix(c, c.n_pos);
   w.n_pos = c.n_pos;
   return w;
 }

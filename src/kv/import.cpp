@@ -46,12 +46,7 @@ model::KvCache import_checked(const Snapshot& s, const SnapshotManifest& target,
     fail_field(where, "extra capacity", "0.." + std::to_string(kMaxPositions), std::to_string(extra_capacity));
   const model::KvCache& c = s.cache;
   model::KvCache out(c.n_layers, c.n_kv_heads, c.head_dim, c.n_pos + extra_capacity);
-  const size_t row = size_t(c.n_pos) * size_t(c.head_dim);
-  for (int l = 0; l < c.n_layers; ++l)
-    for (int h = 0; h < c.n_kv_heads; ++h) {
-      std::copy_n(c.k_row(l, h, 0), row, out.k_row(l, h, 0));
-      std::copy_n(c.v_row(l, h, 0), row, out.v_row(l, h, 0));
-    }
+  out.copy_prefix(c, c.n_pos);
   out.n_pos = c.n_pos;
   return out;
 }

@@ -51,11 +51,7 @@ model::KvCache anchor_handoff(model::Engine& target, const model::ModelConfig& s
   if (mapper) {
     map_layers(*mapper, sc, tc, src, s, 0, a, dst);
   } else {
-    for (int l = 0; l < s; ++l)
-      for (int h = 0; h < tc.n_kv_heads; ++h) {
-        std::memcpy(dst.k_row(l, h, 0), src.k_row(l, h, 0), size_t(n) * tc.head_dim * 2);
-        std::memcpy(dst.v_row(l, h, 0), src.v_row(l, h, 0), size_t(n) * tc.head_dim * 2);
-      }
+    dst.copy_prefix(src, n, 0, s);
   }
   if (a < L) {
     const int E = tc.n_embd;

@@ -7,9 +7,12 @@
 // `capacity` positions are reserved per (layer, kv_head); positions [0, n_pos) are valid and
 // n_pos is the cursor (the next position to be written). Copying is explicit (copy()) to make
 // the cost visible; many caches can share one Model.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "util/error.h"
 
 namespace ember::model {
 
@@ -35,6 +38,24 @@ struct KvCache {
     c.n_layers = n_layers; c.n_kv_heads = n_kv_heads; c.head_dim = head_dim;
     c.capacity = capacity; c.n_pos = n_pos; c.k = k; c.v = v;
     return c;
+  }
+
+  // Copies positions [0, n) of the K and V rows of layers [layer_begin, layer_end) (all
+  // layers by default) from `src`. Both caches must share layers, kv_heads and head_dim and
+  // hold n positions: checked always, since a wrong copy would silently mix states. The cursor
+  // is not moved; the caller says what n_pos means. The one place a cache prefix is copied.
+  void copy_prefix(const KvCache& src, int n, int layer_begin = 0, int layer_end = -1) {
+    if (layer_end < 0) layer_end = n_layers;
+    EMBER_CHECK(layer_begin >= 0 && layer_begin <= layer_end && layer_end <= n_layers);
+    if (layer_begin == layer_end || n == 0) return;
+    EMBER_CHECK(src.n_layers == n_layers && src.n_kv_heads == n_kv_heads && src.head_dim == head_dim);
+    EMBER_CHECK(n > 0 && n <= src.capacity && n <= capacity);
+    const size_t row = size_t(n) * size_t(head_dim);
+    for (int l = layer_begin; l < layer_end; ++l)
+      for (int h = 0; h < n_kv_heads; ++h) {
+        std::copy_n(src.k.data() + src.index(l, h, 0), row, k.data() + index(l, h, 0));
+        std::copy_n(src.v.data() + src.index(l, h, 0), row, v.data() + index(l, h, 0));
+      }
   }
 
   size_t index(int layer, int head, int pos) const {

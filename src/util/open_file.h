@@ -8,7 +8,12 @@ namespace ember {
 
 // Opens `path` read-only (close-on-exec) and checks that it is a regular file. Returns the
 // descriptor, which the caller closes, and its size in *size. Throws Error naming the path
-// ("cannot open: <reason>" or "not a regular file") otherwise, with nothing left open.
-int open_regular_file(const std::string& path, uint64_t* size);
+// ("cannot open: <reason>" or "not a regular file (a FIFO)") otherwise, with nothing left open.
+// Never blocks: a FIFO, socket or device is refused without waiting for a writer. With
+// follow_symlinks false, a symbolic link at `path` itself is refused too.
+int open_regular_file(const std::string& path, uint64_t* size, bool follow_symlinks = true);
+
+// "a directory", "a FIFO", ... for an st_mode; for error messages.
+const char* describe_file_type(unsigned mode);
 
 }  // namespace ember

@@ -2,10 +2,14 @@
 
 #include <openssl/evp.h>
 
-#include <cstdio>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include "util/error.h"
+#include "util/open_file.h"
 
 namespace ember {
 
@@ -60,15 +64,21 @@ std::string sha256_hex(const void* data, size_t n) {
 }
 
 std::string sha256_file_hex(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) fail(path, "cannot open for reading");
+  uint64_t size = 0;
+  const int fd = open_regular_file(path, &size);  // refuses FIFOs and devices without blocking
   Sha256 h;
   std::vector<char> buf(1 << 20);
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) h.update(buf.data(), n);
-  const bool err = std::ferror(f);
-  std::fclose(f);
-  if (err) fail(path, "read error");
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      fail(path, std::string("read error: ") + std::strerror(errno));
+    }
+    if (n == 0) break;
+    h.update(buf.data(), size_t(n));
+  }
+  ::close(fd);
   return to_hex(h.finish());
 }
 

@@ -1,9 +1,15 @@
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "support/test_support.h"
 #include "util/atomic_file.h"
@@ -120,6 +126,51 @@ TEST(OpenRegularFile, ReadFileAndMappedFileRefuseTheSamePaths) {
   }
   // read_file's own limit comes after the shared checks.
   EXPECT_NE(error_of([&] { read_file(dir + "/five", 4); }).find("at most 4 bytes"), std::string::npos);
+}
+
+// Issue 12, defect 2: a FIFO as an input hung every reader forever (open(2) blocks until a
+// writer appears). Each entry point must refuse it at once, naming it. The test runs the opens
+// on a thread and fails (instead of hanging CI) if they have not returned within 10 s.
+TEST(OpenRegularFile, RefusesFifoWithoutBlocking) {
+  const std::string dir = test::temp_dir("fifo");
+  const std::string fifo = dir + "/input.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::vector<std::string> messages;
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    uint64_t size = 0;
+    messages.push_back(error_of([&] { open_regular_file(fifo, &size); }));
+    messages.push_back(error_of([&] { read_file(fifo); }));
+    messages.push_back(error_of([&] { MappedFile::open(fifo); }));
+    messages.push_back(error_of([&] { sha256_file_hex(fifo); }));
+    done = true;
+  });
+  for (int i = 0; i < 1000 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!done) {
+    // Unblock the reader (a writer end appears, then closes) so the process can end, then fail.
+    for (int i = 0; i < 8 && !done; ++i) {
+      const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (w >= 0) ::close(w);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    t.detach();
+    FAIL() << "an open of a FIFO blocked";
+  }
+  t.join();
+  for (const std::string& msg : messages) {
+    EXPECT_EQ(msg, fifo + ": not a regular file (a FIFO)");
+  }
+}
+
+TEST(OpenRegularFile, RefusesASymlinkWhenAskedNotToFollow) {
+  const std::string dir = test::temp_dir("nofollow");
+  write_file_atomic(dir + "/real", "x", false);
+  ASSERT_EQ(::symlink((dir + "/real").c_str(), (dir + "/link").c_str()), 0);
+  uint64_t size = 0;
+  const int fd = open_regular_file(dir + "/link", &size);  // followed by default
+  EXPECT_EQ(::close(fd), 0);
+  EXPECT_EQ(error_of([&] { open_regular_file(dir + "/link", &size, /*follow_symlinks=*/false); }),
+            dir + "/link: is a symbolic link; expected a regular file");
 }
 
 TEST(ThreadPool, CoversRangeOnce) {
