@@ -28,13 +28,34 @@ for arch in llama qwen2 qwen3; do
     models+=("$m")
   done
 done
-variants=(
+# Each variant names the SIMD paths it forces; a variant whose path this CPU lacks is skipped
+# (and said so), so the matrix passes on an AVX2-only CPU with the cells it can run.
+all_variants=(
   "--threads 1"
   "--native-threads 1 --export-threads 2 --replay-threads 3"
   "--replay-simd scalar --threads 2"
   "--native-simd scalar --export-simd scalar --threads 1"
   "--native-simd avx2 --export-simd avx512 --replay-simd avx2 --threads 2"
 )
+cpu_has() {  # cpu_has avx2|avx512|avx512vnni|scalar
+  case "$1" in
+    scalar) return 0 ;;
+    avx2) grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo ;;
+    avx512) for f in avx512f avx512bw avx512vl avx512dq; do grep -qw $f /proc/cpuinfo || return 1; done ;;
+    avx512vnni) cpu_has avx512 && grep -qw avx512_vnni /proc/cpuinfo ;;
+    *) return 1 ;;
+  esac
+}
+variants=()
+for v in "${all_variants[@]}"; do
+  ok=1
+  for path in $(echo "$v" | grep -o -- '-simd [a-z0-9]*' | awk '{print $2}'); do
+    cpu_has "$path" || { ok=0; echo "replay matrix: skipping variant '$v': this CPU has no $path path"; }
+  done
+  [ "$ok" = 1 ] && variants+=("$v")
+done
+paths=""; for p in scalar avx2 avx512 avx512vnni; do cpu_has $p && paths="$paths $p"; done
+echo "replay matrix: SIMD paths on this CPU:$paths; ${#variants[@]} of ${#all_variants[@]} variants run"
 pass=0; fail=0; cell=0
 printf "%-28s %-8s %-60s %s\n" model prompt variant result
 for m in "${models[@]}"; do
@@ -52,5 +73,5 @@ for m in "${models[@]}"; do
     done
   done
 done
-echo "replay matrix: $pass passed, $fail failed ($cell cells, N=$N, receipts in $OUT/cell-*/receipt.json)"
+echo "replay matrix: $pass passed, $fail failed ($cell cells = ${#models[@]} models x 2 prompts x ${#variants[@]} variants, N=$N, receipts in $OUT/cell-*/receipt.json)"
 [ "$fail" -eq 0 ]

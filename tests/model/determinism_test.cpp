@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "support/test_support.h"
 #include "model/engine.h"
 #include "model/tiny_model.h"
 #include "util/simd.h"
@@ -107,7 +108,7 @@ TEST(Determinism, ThreadsPrefillDecodeAndSimdPathsGiveIdenticalBits) {
     expect_same_bits(base, run(m, 1, tokens, 9), "prefill 9 + 4 decodes");
     expect_same_bits(base, run(m, 2, tokens, 1), "prefill 1 + 12 decodes, 2 threads");
     // (c) every SIMD path this CPU has
-    for (SimdLevel level : supported_simd_levels()) {
+    for (SimdLevel level : test::simd_levels_under_test()) {
       set_simd_override(level);
       expect_same_bits(base, run(m, 1, tokens, n), std::string("simd ") + simd_name(level));
       expect_same_bits(base, run(m, 3, tokens, 6), std::string("simd ") + simd_name(level) +

@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "support/test_support.h"
 #include "ops/activations.h"
 #include "ops/norm.h"
 #include "ops/vec.h"
@@ -70,7 +71,7 @@ TEST(Exp, EveryPathIsBitIdenticalToScalar) {
   const std::vector<float> x = edge_and_random(4099, -110.0f, 95.0f, 7);
   std::vector<float> want(x.size());
   for (size_t i = 0; i < x.size(); ++i) want[i] = exp_f32(x[i]);
-  for (SimdLevel level : supported_simd_levels()) {
+  for (SimdLevel level : test::simd_levels_under_test()) {
     set_simd_override(level);
     for (size_t n : {size_t(1), size_t(15), size_t(16), size_t(17), x.size()}) {
       std::vector<float> got(n);
@@ -92,7 +93,7 @@ TEST(Silu, EveryPathIsBitIdenticalToScalarAndCorrect) {
     const double ref = double(g[i]) / (1.0 + std::exp(-double(g[i]))) * double(u[i]);
     EXPECT_NEAR(want[i], ref, 1e-6 * (1.0 + std::fabs(ref)));
   }
-  for (SimdLevel level : supported_simd_levels()) {
+  for (SimdLevel level : test::simd_levels_under_test()) {
     set_simd_override(level);
     std::vector<float> got(g.size());
     silu_mul_row(g.data(), u.data(), int64_t(g.size()), got.data());
@@ -113,7 +114,7 @@ TEST(Softmax, NormalizedStableAndPathIndependent) {
   for (float p : want) sum += p;
   EXPECT_NEAR(sum, 1.0, 1e-5);
   EXPECT_EQ(want[5], 1.0f);
-  for (SimdLevel level : supported_simd_levels()) {
+  for (SimdLevel level : test::simd_levels_under_test()) {
     set_simd_override(level);
     std::vector<float> got = s;
     softmax_row(got.data(), int64_t(got.size()));
@@ -134,7 +135,7 @@ TEST(Vec, TwinsAreBitIdentical) {
   std::vector<float> back0(x.size());
   f16_to_f32_row(hs0.data(), back0.data(), int64_t(x.size()));
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(hs0[i], f32_to_f16(small[i]));
-  for (SimdLevel level : supported_simd_levels()) {
+  for (SimdLevel level : test::simd_levels_under_test()) {
     set_simd_override(level);
     std::vector<float> y = small;
     axpy_f32(0.37f, x.data(), y.data(), int64_t(x.size()));
@@ -167,7 +168,7 @@ TEST(RmsNorm, MatchesDefinitionAndIsPathIndependent) {
   for (float v : xs) ss += double(v) * v;
   const double s = 1.0 / std::sqrt(ss / double(xs.size()) + 1e-5);
   for (size_t i = 0; i < xs.size(); ++i) EXPECT_NEAR(want[i], xs[i] * s * w[i], 1e-5);
-  for (SimdLevel level : supported_simd_levels()) {
+  for (SimdLevel level : test::simd_levels_under_test()) {
     set_simd_override(level);
     std::vector<float> got(xs.size());
     rmsnorm_row(xs.data(), w.data(), int64_t(xs.size()), 1e-5f, got.data());

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/test_support.h"
 #include "gguf/blocks.h"
 #include "gguf/dequantize.h"
 #include "ops/dot.h"
@@ -122,7 +123,7 @@ TEST(Matmul, EveryPathMatchesScalarBitForBit) {
           const auto x = random_acts(n, k, rng);
           const auto ref = run(W, x, n, 1, SimdLevel::scalar);
           for (float v : ref) ASSERT_TRUE(std::isfinite(v)) << describe(type, m, k, n, 1, SimdLevel::scalar);
-          for (SimdLevel level : supported_simd_levels())
+          for (SimdLevel level : test::simd_levels_under_test())
             for (int threads : {1, 2, 3}) {
               const auto y = run(W, x, n, threads, level);
               ASSERT_EQ(0, std::memcmp(ref.data(), y.data(), ref.size() * 4))
@@ -142,7 +143,7 @@ TEST(Matmul, BatchedEqualsOneTokenAtATime) {
     const auto w = random_weights(type, m, k, rng);
     const ops::WeightMatrix W{type, w.data(), m, k};
     const auto x = random_acts(n, k, rng);
-    for (SimdLevel level : supported_simd_levels()) {
+    for (SimdLevel level : test::simd_levels_under_test()) {
       const auto batched = run(W, x, n, 2, level);
       for (int64_t t = 0; t < n; ++t) {
         const std::vector<float> xt(x.begin() + t * k, x.begin() + (t + 1) * k);
@@ -171,7 +172,7 @@ TEST(Matmul, AgreesWithF64ReferenceOfDequantizedWeights) {
     std::vector<float> wf(size_t(m * k));
     gguf::dequantize_row(type, w.data(), wf.data(), m * k);
     const int act_block = be == 1 ? 1 : be;
-    for (SimdLevel level : supported_simd_levels()) {
+    for (SimdLevel level : test::simd_levels_under_test()) {
       const auto y = run(W, x, n, 2, level);
       for (int64_t t = 0; t < n; ++t)
         for (int64_t i = 0; i < m; ++i) {
@@ -216,7 +217,7 @@ TEST(Matmul, ExtremeCodesStayExact) {
        {std::tuple{TensorType::Q6_K, &q6, double(k) * -128 * -32 * -127 * d8k},
         std::tuple{TensorType::Q8_0, &q8, double(k) * -128 * -127 * d80}}) {
     const ops::WeightMatrix W{type, bytes->data(), 1, k};
-    for (SimdLevel level : supported_simd_levels()) {
+    for (SimdLevel level : test::simd_levels_under_test()) {
       const auto y = run(W, x, 1, 1, level);
       EXPECT_NEAR(y[0], expect, 1e-6 * std::fabs(expect)) << gguf::type_name(uint32_t(type)) << " "
                                            << simd_name(level);
@@ -247,7 +248,7 @@ TEST(DotF32, EveryPathMatchesScalarAndF64) {
     double exact = 0, mag = 0;
     for (int64_t j = 0; j < k; ++j) exact += double(a[j]) * b[j], mag += std::fabs(double(a[j]) * b[j]);
     EXPECT_NEAR(ref, exact, 1e-6 * mag + 1e-30) << k;
-    for (SimdLevel level : supported_simd_levels()) {
+    for (SimdLevel level : test::simd_levels_under_test()) {
       const float v = ops::dot_f32(a.data(), b.data(), k, level);
       EXPECT_EQ(0, std::memcmp(&v, &ref, 4)) << "k=" << k << " " << simd_name(level);
     }

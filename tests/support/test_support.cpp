@@ -71,4 +71,25 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
   return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
 }
 
+std::vector<SimdLevel> simd_levels_under_test() {
+  const std::vector<SimdLevel> levels = supported_simd_levels();
+  std::string ran, skipped;
+  for (SimdLevel l : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512, SimdLevel::avx512vnni}) {
+    bool have = false;
+    for (SimdLevel x : levels) have = have || x == l;
+    (have ? ran : skipped) += std::string(" ") + simd_name(l);
+  }
+  // Once per test, however often a test asks inside its loops.
+  static std::string last_test;
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "";
+  if (name != last_test) {
+    last_test = name;
+    std::printf("[ SIMD     ] ran:%s; skipped (not on this CPU):%s\n", ran.c_str(),
+                skipped.empty() ? " none" : skipped.c_str());
+    ::testing::Test::RecordProperty("simd_paths_run", ran);
+  }
+  return levels;
+}
+
 }  // namespace ember::test

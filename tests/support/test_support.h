@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "util/simd.h"
+
 namespace ember::test {
 
 // ../shared beside the checkout (EMBER_SHARED overrides). Real-model tests must FAIL, not
@@ -16,5 +18,9 @@ std::string ember_binary();
 // Runs a shell command; returns its exit status and captures stdout+stderr.
 int run_command(const std::string& cmd, std::string* output = nullptr);
 std::vector<uint8_t> read_bytes(const std::string& path);
+// The SIMD paths a bit-exactness test compares: supported_simd_levels(), and the test's output
+// says which ran and which this CPU lacks ("[ SIMD ] ran: scalar avx2; skipped: avx512 ..."),
+// so a green run on an AVX2-only machine is not mistaken for an AVX-512 check.
+std::vector<SimdLevel> simd_levels_under_test();
 
 }  // namespace ember::test
