@@ -54,11 +54,27 @@ void run_unpack(const KvcArgs& a) {
   std::printf("unpacked %s -> %s\n", a.in.c_str(), a.out.c_str());
 }
 
+// The state-level checks `kvc verify` runs (manifest rules, state hashes over the payloads);
+// empty when they pass or the artifact has no native state to check.
+std::string state_error(const kv::Kvc1File& f) {
+  if (f.artifact_kind() != "native") return {};
+  try {
+    kv::kvc1_to_snapshot(f);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// Prints what the file says, even when its state is inconsistent (that is what a user inspects),
+// then exits 1 naming the failure: a table of a file that does not verify is not a pass.
 void run_inspect(const KvcArgs& a) {
   const kv::Kvc1File f = kv::Kvc1File::open(a.in);
   const nlohmann::json j = describe(f);
+  const std::string failure = state_error(f);
   if (a.json) {
     std::printf("%s\n", j.dump(2).c_str());
+    if (!failure.empty()) throw CheckFailed{failure};
     return;
   }
   std::printf("%s: KVC1 v1, %llu bytes, artifact %s\n", a.in.c_str(), (unsigned long long)f.file_length(),
@@ -69,6 +85,7 @@ void run_inspect(const KvcArgs& a) {
     std::printf("  %-5u %-4s %-5s %-16s %12llu %12llu  %.16s\n", t.layer, t.is_value ? "V" : "K",
                 kv::kvc1_dtype_name(t.dtype), shape_str(t).c_str(), (unsigned long long)t.offset,
                 (unsigned long long)t.length, to_hex(t.sha256).c_str());
+  if (!failure.empty()) throw CheckFailed{failure};
 }
 
 void run_verify(const KvcArgs& a) {

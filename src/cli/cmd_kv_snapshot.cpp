@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/kv_gate.h"
+#include "cli/prompt_text.h"
 #include "cli/token_ids.h"
 #include "kv/replay.h"
 #include "kv/snapshot.h"
@@ -90,7 +91,7 @@ std::vector<int32_t> prompt_tokens(const PromptArgs& p, const Loaded& l) {
   if (p.ids_option->count() > 0) {
     ids = parse_token_ids("--prompt-ids", p.ids);
   } else {
-    const std::string text = !p.file.empty() ? read_file(p.file, size_t(64) << 20) : p.text;
+    const std::string text = !p.file.empty() ? read_prompt_file(p.file) : checked_prompt_text(p.text, "--prompt");
     if (p.file.empty() && p.text.empty())
       fail_field("prompt", "source", "--prompt TEXT, --prompt-file F or --prompt-ids LIST", "none");
     // Exactly as `ember run` encodes, so the replay gate compares like with like.

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/map_commands.h"
+#include "cli/prompt_text.h"
 #include "contract/receipt.h"
 #include "kv/import.h"
 #include "kv/mapped_state.h"
@@ -46,7 +47,7 @@ void require_same_tokenizer(const Loaded& s, const Loaded& t, const std::string&
 
 std::vector<std::string> read_prompt_lines(const std::string& path) {
   std::vector<std::string> out;
-  const std::string text = read_file(path, size_t(64) << 20);
+  const std::string text = read_prompt_file(path);
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find('\n', start);

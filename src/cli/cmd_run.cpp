@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/pack_tokens.h"
+#include "cli/prompt_text.h"
 #include "cli/token_ids.h"
 #include "gguf/gguf_file.h"
 #include "model/engine.h"
@@ -56,7 +57,8 @@ void run(const RunArgs& a) {
                  "(or pass --prompt-ids)", "none");
     // --pack: validated briefing (schema, allowlist, size in characters and tokens), then
     // the prompt; its token cost is reported on stderr (docs/contracts.md).
-    const std::string text = a.pack.empty() ? a.prompt : apply_pack(a.pack, a.allow, *tokenizer, a.prompt);
+    const std::string& prompt_text = checked_prompt_text(a.prompt, "--prompt");
+    const std::string text = a.pack.empty() ? prompt_text : apply_pack(a.pack, a.allow, *tokenizer, prompt_text);
     prompt = tokenizer->encode(text, !a.no_bos && tokenizer->add_bos_default());
     if (prompt.empty()) fail_field("--prompt", "tokens", "at least one", "none");
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/prompt_text.h"
 #include "cli/token_ids.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
@@ -55,7 +56,7 @@ void register_tokenize_commands(CLI::App& app) {
   tk->callback([args, p, f] {
     if (p->count() == 0 && f->count() == 0) fail_field("tokenize", "--prompt / --file", "one of them", "neither");
     const auto t = load(args->src);
-    const std::string text = args->file.empty() ? args->prompt : read_file(args->file);
+    const std::string text = args->file.empty() ? checked_prompt_text(args->prompt, "--prompt") : read_prompt_file(args->file);
     const bool add_bos = t->add_bos_default() && !args->no_bos;
     const auto ids = t->encode(text, add_bos, !args->no_special);
     if (args->json) {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "cli/prompt_text.h"
 #include "kv/replay_gate.h"
 #include "kv/snapshot.h"
 #include "kv/strict_json.h"
@@ -80,7 +81,7 @@ GateOutcome run_replay_gate(const GateArgs& a) {
   if (fs::exists(out) && !fs::is_empty(out) && !a.force)
     fail(out, "already exists and is not empty; refusing to overwrite it (pass --force to reuse it)");
   fs::create_directories(out);
-  const std::string prompt = !a.prompt_file.empty() ? read_file(a.prompt_file, size_t(64) << 20) : a.prompt;
+  const std::string prompt = !a.prompt_file.empty() ? read_prompt_file(a.prompt_file) : checked_prompt_text(a.prompt, "--prompt");
   const std::string native = out + "/native.f32", boundary = out + "/boundary.f32",
                     replay = out + "/replay.f32", snapshot = out + "/snapshot";
   auto model_flags = [&](std::vector<std::string>& v, int threads) {

@@ -94,6 +94,13 @@ TEST(Kvc1Snapshot, StateLevelRejectionsAreNamed) {
   std::string other = kh;
   other[0] = other[0] == '0' ? '1' : '0';
   EXPECT_EQ(reject_code(edited(kh, other, "h.kvc")), Kvc1Reject::state_hash_mismatch);
+  // Issue 12, defect 11: `kvc inspect` printed the table of such a file and exited 0. It still
+  // prints the table (it is what a user inspects), then exits 1 naming the mismatch.
+  std::string out;
+  EXPECT_EQ(test::run_command(test::ember_binary() + " kvc inspect " + dir + "/h.kvc", &out), 1) << out;
+  EXPECT_NE(out.find("state.keys.sha256"), std::string::npos) << out;
+  EXPECT_NE(out.find("layer"), std::string::npos) << out;
+  EXPECT_EQ(test::run_command(test::ember_binary() + " kvc inspect " + dir + "/h.kvc --json", &out), 1) << out;
   // A manifest rule (an unknown architecture) inside an otherwise valid container.
   EXPECT_EQ(reject_code(edited("\"architecture\":\"qwen2\"", "\"architecture\":\"qwen9\"", "a.kvc")),
             Kvc1Reject::bad_header);
