@@ -54,14 +54,17 @@ void run_unpack(const KvcArgs& a) {
   std::printf("unpacked %s -> %s\n", a.in.c_str(), a.out.c_str());
 }
 
-// The state-level checks `kvc verify` runs (manifest rules, state hashes over the payloads);
-// empty when they pass or the artifact has no native state to check.
-std::string state_error(const kv::Kvc1File& f) {
+// A native container whose state names payload hashes that its tensors do not reproduce: the
+// one state-level failure `kvc inspect` reports too (exit 1). A state that is not an ember
+// manifest at all (a container written by another tool) is described, not judged: `kvc verify`
+// applies the manifest rules.
+std::string state_hash_error(const kv::Kvc1File& f) {
   if (f.artifact_kind() != "native") return {};
   try {
     kv::kvc1_to_snapshot(f);
-  } catch (const Error& e) {
-    return e.what();
+  } catch (const kv::Kvc1Error& e) {
+    if (e.code() == kv::Kvc1Reject::state_hash_mismatch) return e.what();
+  } catch (const Error&) {
   }
   return {};
 }
@@ -71,7 +74,7 @@ std::string state_error(const kv::Kvc1File& f) {
 void run_inspect(const KvcArgs& a) {
   const kv::Kvc1File f = kv::Kvc1File::open(a.in);
   const nlohmann::json j = describe(f);
-  const std::string failure = state_error(f);
+  const std::string failure = state_hash_error(f);
   if (a.json) {
     std::printf("%s\n", j.dump(2).c_str());
     if (!failure.empty()) throw CheckFailed{failure};

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/model_loader.h"
 #include "kv/compare.h"
 #include "kv/compare_load.h"
 #include "kv/perturb.h"
@@ -102,11 +103,9 @@ void run_compare(const CompareArgs& a) {
     report = kv::compare_states(left, right, opts, &pool);
   }
   if (!a.model.empty()) {
-    const std::shared_ptr<const model::Model> m = model::Model::load(a.model);
-    model::Engine engine(m, model::EngineOptions{a.threads});
-    const std::unique_ptr<tok::Tokenizer> t = a.tokenizer.empty()
-                                                  ? tok::Tokenizer::from_gguf(m->file())
-                                                  : tok::Tokenizer::from_json_file(a.tokenizer);
+    const LoadedModel loaded = load_model({a.model, a.tokenizer, ""});
+    model::Engine engine(loaded.model, model::EngineOptions{a.threads});
+    const std::unique_ptr<tok::Tokenizer>& t = loaded.tokenizer;
     check_left_is_native(left, engine, t->identity());
     const kv::ComparedState& r = perturbed ? perturbed->state() : right;
     report.diagnostics = kv::run_diagnostics(engine, left, r, kv::DiagnosticsOptions{a.steps});

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/kv_gate.h"
+#include "cli/model_loader.h"
 #include "cli/prompt_text.h"
 #include "cli/token_ids.h"
 #include "kv/replay.h"
@@ -44,26 +45,9 @@ struct Loaded {
 
 Loaded load(const ModelArgs& a) {
   Loaded l;
-  l.model = model::Model::load(a.model);
-  const model::ModelConfig& cfg = l.model->config();
-  if (!a.arch.empty()) {
-    const model::Arch want = model::parse_arch(a.arch);
-    if (want != cfg.arch)
-      fail_field(a.model, "architecture", std::string(model::arch_name(want)) + " (--arch)",
-                 model::arch_name(cfg.arch));
-  }
-  if (!a.tokenizer.empty()) {
-    l.tokenizer = tok::Tokenizer::from_json_file(a.tokenizer);
-  } else if (l.model->file().has("tokenizer.ggml.model")) {
-    l.tokenizer = tok::Tokenizer::from_gguf(l.model->file());
-  } else {
-    // A snapshot names its tokenizer; without one the prefix has no identity.
-    fail_field(a.model, "tokenizer", "tokenizer metadata in the GGUF or --tokenizer JSON", "none");
-  }
-  if (l.tokenizer->n_vocab() > cfg.n_vocab)
-    fail_field(a.tokenizer.empty() ? a.model : a.tokenizer, "tokenizer vocabulary",
-               "at most the model's " + std::to_string(cfg.n_vocab) + " tokens",
-               std::to_string(l.tokenizer->n_vocab()));
+  LoadedModel m = load_model({a.model, a.tokenizer, a.arch});
+  l.model = std::move(m.model);
+  l.tokenizer = std::move(m.tokenizer);
   const int threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   l.engine = std::make_unique<model::Engine>(l.model, model::EngineOptions{threads});
   return l;

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/map_commands.h"
+#include "cli/model_loader.h"
 #include "cli/prompt_text.h"
 #include "contract/receipt.h"
 #include "kv/import.h"
@@ -28,16 +29,8 @@
 namespace ember::cli {
 namespace {
 
-struct Loaded {
-  std::shared_ptr<const model::Model> model;
-  std::unique_ptr<tok::Tokenizer> tokenizer;
-};
-Loaded load(const std::string& path) {
-  Loaded l;
-  l.model = model::Model::load(path);
-  l.tokenizer = tok::Tokenizer::from_gguf(l.model->file());
-  return l;
-}
+using Loaded = LoadedModel;
+Loaded load(const std::string& path) { return load_model({path, "", ""}); }
 
 void require_same_tokenizer(const Loaded& s, const Loaded& t, const std::string& where) {
   if (s.tokenizer->identity() != t.tokenizer->identity())

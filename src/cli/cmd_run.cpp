@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/model_loader.h"
 #include "cli/pack_tokens.h"
 #include "cli/prompt_text.h"
 #include "cli/token_ids.h"
@@ -35,18 +36,10 @@ struct RunArgs {
 };
 
 void run(const RunArgs& a) {
-  auto model = model::Model::load(a.model);
+  LoadedModel loaded = load_model({a.model, a.tokenizer, ""}, TokenizerNeed::optional);
+  const std::shared_ptr<const model::Model> model = std::move(loaded.model);
   const model::ModelConfig& cfg = model->config();
-  std::unique_ptr<tok::Tokenizer> tokenizer;
-  if (!a.tokenizer.empty()) {
-    tokenizer = tok::Tokenizer::from_json_file(a.tokenizer);
-  } else if (model->file().has("tokenizer.ggml.model")) {
-    tokenizer = tok::Tokenizer::from_gguf(model->file());
-  }
-  if (tokenizer && tokenizer->n_vocab() > cfg.n_vocab)
-    fail_field(a.tokenizer.empty() ? a.model : a.tokenizer, "tokenizer vocabulary",
-               "at most the model's " + std::to_string(cfg.n_vocab) + " tokens",
-               std::to_string(tokenizer->n_vocab()));
+  const std::unique_ptr<tok::Tokenizer> tokenizer = std::move(loaded.tokenizer);
 
   std::vector<int32_t> prompt;
   if (a.has_prompt_ids) {
