@@ -24,7 +24,7 @@ namespace {
 
 struct CompareArgs {
   std::string left, right;
-  bool json = false, r2 = false, force = false;
+  bool json = false, r2 = false, force = false, allow_non_finite = false;
   std::string json_out, report, perturb, model, tokenizer;
   int steps = 8;
   double max_abs = 0, min_cosine = 0, max_mse = 0, min_r2 = 0;
@@ -89,8 +89,11 @@ void run_compare(const CompareArgs& a) {
     }
   }
 
-  const kv::ComparedState left = kv::load_compared_state_or_mapped(a.left);
-  kv::ComparedState right = kv::load_compared_state_or_mapped(a.right);
+  if (a.allow_non_finite)
+    std::fprintf(stderr, "ember: --allow-non-finite: NaN/Inf K/V are loaded for analysis (every other check "
+                         "still applies); metrics over them are not meaningful\n");
+  const kv::ComparedState left = kv::load_compared_state_or_mapped(a.left, a.allow_non_finite);
+  kv::ComparedState right = kv::load_compared_state_or_mapped(a.right, a.allow_non_finite);
 
   ThreadPool pool(a.threads);
   std::optional<kv::PerturbedState> perturbed;
@@ -172,6 +175,8 @@ void register_kv_compare_commands(CLI::App& kv) {
   c->add_option("--threads", ca->threads, "Threads (results do not depend on it)");
   c->add_option("--report", ca->report, "Write the self-contained HTML report");
   c->add_flag("--force", ca->force, "Overwrite existing output files");
+  c->add_flag("--allow-non-finite", ca->allow_non_finite,
+              "Load caches holding NaN/Inf K/V (refused otherwise), to analyse broken caches");
   c->callback([ca] { run_compare(*ca); });
 
   auto pa = std::make_shared<PerturbArgs>();

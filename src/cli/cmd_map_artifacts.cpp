@@ -303,10 +303,9 @@ void add_replay(CLI::App& m) {
     const kv::MappedState st = kv::read_mapped_state(o->mapped);
     const Loaded t = load(o->model);
     model::Engine te(t.model, {});
-    kv::check_compatible(st.manifest, map::target_coordinates(te, t.tokenizer->identity()), "map replay");
-    model::KvCache cache = te.new_cache(st.cache.n_pos + o->n + 1);
-    cache.copy_prefix(st.cache, st.cache.n_pos);
-    cache.n_pos = st.cache.n_pos;
+    // The same checked import as kv replay: coordinates, then payload hashes and finiteness.
+    model::KvCache cache = kv::import_checked(st.manifest, st.cache, map::target_coordinates(te, t.tokenizer->identity()),
+                                              o->n + 1, "map replay " + o->mapped);
     std::fprintf(stderr, "ember: resuming from a MAPPED cache (%s, mapper %s, s = %d, a = %d), not a native snapshot\n",
                  st.mapping.kind.c_str(), st.mapping.mapper_hash.c_str(), st.mapping.shared_layers, st.mapping.anchor);
     const int32_t resume = st.manifest.resume.token;

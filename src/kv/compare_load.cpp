@@ -1,10 +1,9 @@
 #include "kv/compare_load.h"
 
 #include <cstdio>
+#include <optional>
 
-#include "kv/mapped_state.h"
 #include "kv/state_loader.h"
-#include "util/atomic_file.h"
 #include "util/sha256.h"
 
 namespace ember::kv {
@@ -69,18 +68,16 @@ ComparedState compared_from_snapshot(Snapshot s) {
   return c;
 }
 
-ComparedState load_compared_state(const std::string& path) {
-  return compared_from_snapshot(load_state(path));
+ComparedState load_compared_state(const std::string& path, bool allow_non_finite) {
+  return compared_from_snapshot(load_state(path, allow_non_finite));
 }
 
-ComparedState compared_from_mapped(const std::string& dir) {
-  MappedState ms = read_mapped_state(dir);
-  const std::string manifest_sha = sha256_hex(read_file(dir + "/" + kManifestFile, kMaxManifestBytes));
-  const MappedProvenance p = ms.mapping;
-  Snapshot s;
-  s.manifest = ms.manifest;
-  s.cache = std::move(ms.cache);
-  ComparedState c = compared_from_snapshot(std::move(s));
+ComparedState compared_from_state_dir(StateDir d) {
+  const std::string manifest_sha = sha256_hex(d.manifest_text);
+  std::optional<MappedProvenance> mapping = std::move(d.header.mapping);
+  ComparedState c = compared_from_snapshot(Snapshot{std::move(d.header.manifest), std::move(d.cache)});
+  if (!mapping) return c;
+  const MappedProvenance& p = *mapping;
   c.identity.kind = "mapped";
   c.identity.snapshot_id = manifest_sha;
   c.identity.provenance = {{"format", std::string(kMappedFormat) + ".v1"},
@@ -94,9 +91,10 @@ ComparedState compared_from_mapped(const std::string& dir) {
   return c;
 }
 
-ComparedState load_compared_state_or_mapped(const std::string& path) {
-  if (is_mapped_state(path)) return compared_from_mapped(path);
-  return load_compared_state(path);
+ComparedState load_compared_state_or_mapped(const std::string& path, bool allow_non_finite) {
+  if (state_kind(path) == "snapshot-dir")
+    return compared_from_state_dir(read_state_dir(path, {Accept::any, allow_non_finite}));
+  return load_compared_state(path, allow_non_finite);
 }
 
 }  // namespace ember::kv

@@ -2,9 +2,12 @@
 // Turns what `kv::load_state` returns into the input of `kv compare` (compare_state.h).
 // The snapshot's manifest supplies the identity and the coordinates; the cache is moved.
 //
-// Mapped caches (docs/compare.md, "alignment"): when the mapper's artifact lands, its loader
-// returns a state of kind "mapped" whose provenance names the mapper hash and the source
-// snapshot, converted here the same way; nothing else in compare changes.
+// Mapped caches (docs/compare.md, "alignment"): the one directory reader returns the manifest
+// and its provenance; a mapped one becomes a state of kind "mapped" whose provenance names
+// the mapper hash and the source snapshot; nothing else in compare changes.
+//
+// `allow_non_finite` (kv compare --allow-non-finite) lets a cache holding NaN/Inf K/V be
+// loaded for analysis; every other check still applies. Nothing else ever sets it.
 #include <string>
 
 #include "kv/compare_state.h"
@@ -21,15 +24,15 @@ std::string weights_of_fingerprint(const std::string& fingerprint);
 ComparedState compared_from_snapshot(Snapshot s);
 
 // load_state(path) then compared_from_snapshot().
-ComparedState load_compared_state(const std::string& path);
+ComparedState load_compared_state(const std::string& path, bool allow_non_finite = false);
 
-// A mapped cache (ember.kv-mapped.v1, kv/mapped_state.h): kind "mapped", the target's
-// coordinates from its manifest, provenance naming the mapper hash, kind, s, a and the source.
-// snapshot_id = SHA-256 of the mapped manifest file's bytes.
-ComparedState compared_from_mapped(const std::string& dir);
+// A directory as read by read_state_dir (either kind). A mapped cache (ember.kv-mapped.v1):
+// kind "mapped", the target's coordinates from its manifest, provenance naming the mapper
+// hash, kind, s, a and the source; snapshot_id = SHA-256 of the manifest bytes read.
+ComparedState compared_from_state_dir(StateDir d);
 
-// What `kv compare` reads on each side: a mapped cache when DIR declares ember.kv-mapped,
-// otherwise load_compared_state() (native snapshot or KVC1). Perturbation sources stay native.
-ComparedState load_compared_state_or_mapped(const std::string& path);
+// What `kv compare` reads on each side: a directory of either kind (read_state_dir with
+// Accept::any), or a KVC1 file (native). Perturbation sources stay native.
+ComparedState load_compared_state_or_mapped(const std::string& path, bool allow_non_finite = false);
 
 }  // namespace ember::kv

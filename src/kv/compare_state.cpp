@@ -1,5 +1,7 @@
 #include "kv/compare_state.h"
 
+#include "kv/snapshot.h"
+#include "util/byte_io.h"
 #include "util/error.h"
 #include "util/sha256.h"
 
@@ -7,14 +9,9 @@ namespace ember::kv {
 
 namespace {
 
-std::string active_sha256(const model::KvCache& c, bool keys) {
-  Sha256 h;
-  const size_t row = size_t(c.n_pos) * size_t(c.head_dim) * sizeof(uint16_t);
-  for (int l = 0; l < c.n_layers; ++l) {
-    for (int hd = 0; hd < c.n_kv_heads; ++hd) {
-      if (row) h.update(keys ? c.k_row(l, hd, 0) : c.v_row(l, hd, 0), row);
-    }
-  }
+std::string active_sha256(const model::KvCache& c, Payload which) {
+  HashingSink h;
+  write_payload(c, which, h);  // the one serializer: the bytes of a payload file
   return to_hex(h.finish());
 }
 
@@ -31,8 +28,8 @@ std::string short_id(const std::string& hex) { return hex.size() > 16 ? hex.subs
 
 }  // namespace
 
-std::string active_keys_sha256(const model::KvCache& cache) { return active_sha256(cache, true); }
-std::string active_values_sha256(const model::KvCache& cache) { return active_sha256(cache, false); }
+std::string active_keys_sha256(const model::KvCache& cache) { return active_sha256(cache, Payload::keys); }
+std::string active_values_sha256(const model::KvCache& cache) { return active_sha256(cache, Payload::values); }
 
 void check_state_consistent(const ComparedState& s, const std::string& where) {
   const model::KvCache& c = s.cache;

@@ -4,9 +4,11 @@
 // Every coordinate that decides what the cached bits mean is compared exactly, in the order
 // of SnapshotManifest::target_fields(): model identity, architecture, tokenizer identity,
 // geometry, RoPE layout/theta/scaling, Q/K normalization, representation state, numerics
-// contract and engine fingerprint; then the payload hashes of the in-memory cache. The first
-// difference is one Error line: "<where>: <field>: expected <target's>, found <snapshot's>".
-// There is no "close enough" switch, and nothing is decoded before every check has passed.
+// contract and engine fingerprint; then the payload hashes and finiteness of the in-memory
+// cache (check_cache_payloads, kv/snapshot.h). The first difference is one Error line:
+// "<where>: <field>: expected <target's>, found <snapshot's>". There is no "close enough"
+// switch, and nothing is decoded before every check has passed. Every import goes through
+// import_checked: `kv replay` (native snapshots and KVC1) and `map replay` (mapped caches).
 #include <string>
 
 #include "kv/snapshot.h"
@@ -22,14 +24,16 @@ SnapshotManifest describe_target(const model::Engine& engine, const std::string&
 void check_compatible(const SnapshotManifest& snapshot, const SnapshotManifest& target,
                       const std::string& where);
 
-// Recomputes the SHA-256 of the cache's active K and V bytes and compares them with the
-// manifest (catches a cache edited in memory after it was read or sealed).
-void check_payload_hashes(const Snapshot& s, const std::string& where);
-
-// check_compatible + check_payload_hashes, then a copy of the cache with room for
-// `extra_capacity` more positions (cursor at P). The snapshot is left untouched.
-model::KvCache import_checked(const Snapshot& s, const SnapshotManifest& target,
-                              int extra_capacity, const std::string& where);
+// check_compatible + check_cache_payloads (hashes, then finiteness), then a copy of the cache
+// with room for `extra_capacity` more positions (cursor at P). The source is left untouched.
+// `manifest` is a native manifest or a mapped cache's (its provenance plays no part here).
+model::KvCache import_checked(const SnapshotManifest& manifest, const model::KvCache& cache,
+                              const SnapshotManifest& target, int extra_capacity,
+                              const std::string& where);
+inline model::KvCache import_checked(const Snapshot& s, const SnapshotManifest& target,
+                                     int extra_capacity, const std::string& where) {
+  return import_checked(s.manifest, s.cache, target, extra_capacity, where);
+}
 
 // The strict import against a live engine (describe_target + import_checked).
 model::KvCache import_for_model(const Snapshot& s, const model::Engine& engine,

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "util/atomic_file.h"
-#include "util/mapped_file.h"
 
 namespace ember::kv {
 
@@ -17,34 +16,43 @@ namespace {
                             expected + ", found " + found);
 }
 
-// Per-layer sources over two f16 arrays laid out [layer][kv_head][stride][head_dim] where
-// positions [0, P) of each head are valid (stride = P for payload files, the cache capacity
-// for an in-memory cache). The first emission of each tensor also feeds the whole-payload
-// hashers (K and V in layer order: the bytes of keys.f16le / values.f16le).
-std::vector<Kvc1TensorSource> layer_sources(const Geometry& g, int stride, const uint8_t* keys,
-                                            const uint8_t* values, Sha256* k_hash, Sha256* v_hash) {
-  const uint64_t seg = uint64_t(g.positions) * g.head_dim * 2;     // one head's valid rows
-  const uint64_t head_stride = uint64_t(stride) * g.head_dim * 2;  // distance between heads
+// Forwards to a sink and, when `check` is set, to the whole-payload check of its kind.
+class TeeSink final : public ByteSink {
+ public:
+  TeeSink(ByteSink& out, PayloadCheck* check) : out_(out), check_(check) {}
+  void write(const void* data, size_t n) override {
+    out_.write(data, n);
+    if (check_) check_->write(data, n);
+    n_bytes_ += n;
+  }
+  using ByteSink::write;
+
+ private:
+  ByteSink& out_;
+  PayloadCheck* check_;
+};
+
+// One KVC1 tensor per (layer, K|V), each emitted by the payload serializer over that layer:
+// K (V) of layers 0..L-1 concatenated are the bytes of keys.f16le (values.f16le). The first
+// emission of each tensor (write_kvc1's hash pass, in table order) also feeds the
+// whole-payload check of its kind, so those checks see each payload once, in layer order.
+std::vector<Kvc1TensorSource> layer_sources(const model::KvCache& c, PayloadCheck* k_check,
+                                            PayloadCheck* v_check) {
   std::vector<Kvc1TensorSource> out;
-  for (int l = 0; l < g.layers; ++l) {
-    for (int kind = 0; kind < 2; ++kind) {
+  for (int l = 0; l < c.n_layers; ++l) {
+    for (Payload p : {Payload::keys, Payload::values}) {
       Kvc1TensorSource t;
       t.layer = uint32_t(l);
-      t.is_value = kind == 1;
+      t.is_value = p == Payload::values;
       t.dtype = Kvc1Dtype::f16;
-      t.shape[0] = uint64_t(g.kv_heads);
-      t.shape[1] = uint64_t(g.positions);
-      t.shape[2] = uint64_t(g.head_dim);
-      const uint8_t* base = (kind ? values : keys) + head_stride * uint64_t(g.kv_heads) * uint64_t(l);
-      Sha256* whole = kind ? v_hash : k_hash;
+      t.shape[0] = uint64_t(c.n_kv_heads);
+      t.shape[1] = uint64_t(c.n_pos);
+      t.shape[2] = uint64_t(c.head_dim);
+      PayloadCheck* whole = p == Payload::keys ? k_check : v_check;
       auto first = std::make_shared<bool>(true);
-      const int heads = g.kv_heads;
-      t.emit = [base, seg, head_stride, heads, whole, first](ByteSink& s) {
-        for (int h = 0; h < heads; ++h) {
-          const uint8_t* p = base + head_stride * uint64_t(h);
-          s.write(p, seg);
-          if (*first && whole) whole->update(p, seg);
-        }
+      t.emit = [&c, p, l, whole, first](ByteSink& s) {
+        TeeSink tee(s, *first ? whole : nullptr);
+        write_payload(c, p, tee, l, l + 1);
         *first = false;
       };
       out.push_back(std::move(t));
@@ -62,22 +70,8 @@ json kvc1_native_header(const SnapshotManifest& m) {
 }
 
 Digest pack_snapshot_dir(const std::string& dir, const std::string& out, bool force) {
-  const SnapshotManifest m = read_manifest(dir);  // strict and internally consistent
-  const auto keys = MappedFile::open(dir + "/" + kKeysFile);
-  const auto values = MappedFile::open(dir + "/" + kValuesFile);
-  if (keys->size() != m.keys.bytes)
-    fail_field(keys->path(), "size", std::to_string(m.keys.bytes) + " bytes (manifest)", std::to_string(keys->size()));
-  if (values->size() != m.values.bytes)
-    fail_field(values->path(), "size", std::to_string(m.values.bytes) + " bytes (manifest)", std::to_string(values->size()));
-  Sha256 k_hash, v_hash;
-  const auto sources = layer_sources(m.geometry, m.geometry.positions, keys->data(), values->data(), &k_hash, &v_hash);
-  AtomicFile file(out, force);
-  const Digest d = write_kvc1(file.sink(), kvc1_native_header(m), sources, out);
-  const std::string k_hex = to_hex(k_hash.finish()), v_hex = to_hex(v_hash.finish());
-  if (k_hex != m.keys.sha256) fail_field(keys->path(), "sha256", m.keys.sha256 + " (manifest)", k_hex);
-  if (v_hex != m.values.sha256) fail_field(values->path(), "sha256", m.values.sha256 + " (manifest)", v_hex);
-  file.commit();
-  return d;
+  // The one directory reader (every check, native only), then the one KVC1 writer.
+  return write_snapshot_kvc1(read_snapshot(dir), out, force);
 }
 
 Digest write_snapshot_kvc1(const Snapshot& s, const std::string& out, bool force) {
@@ -86,19 +80,21 @@ Digest write_snapshot_kvc1(const Snapshot& s, const std::string& out, bool force
   if (c.n_layers != g.layers || c.n_kv_heads != g.kv_heads || c.head_dim != g.head_dim ||
       c.capacity < g.positions || c.n_pos != g.positions)
     fail_field(out, "cache", "a sealed snapshot cache (manifest geometry, n_pos == positions)", "another shape");
-  Sha256 k_hash, v_hash;
-  const auto sources = layer_sources(g, c.capacity, reinterpret_cast<const uint8_t*>(c.k.data()),
-                                     reinterpret_cast<const uint8_t*>(c.v.data()), &k_hash, &v_hash);
+  PayloadCheck k_check(g), v_check(g);
+  const auto sources = layer_sources(c, &k_check, &v_check);
   AtomicFile file(out, force);
   const Digest d = write_kvc1(file.sink(), kvc1_native_header(s.manifest), sources, out);
-  const std::string k_hex = to_hex(k_hash.finish()), v_hex = to_hex(v_hash.finish());
-  if (k_hex != s.manifest.keys.sha256 || v_hex != s.manifest.values.sha256)
-    fail_field(out, "cache", "the bytes the manifest was sealed with", "a modified cache");
+  // Nothing is committed unless the bytes are those the manifest seals, and finite.
+  for (Payload p : {Payload::keys, Payload::values})
+    check_payload_stream(p == Payload::keys ? k_check : v_check,
+                         (p == Payload::keys ? s.manifest.keys : s.manifest.values).sha256, out,
+                         std::string("state.") + (p == Payload::keys ? "keys" : "values"), "(sealed manifest)",
+                         "(cache bytes; a modified cache is not the state its manifest seals)", false);
   file.commit();
   return d;
 }
 
-Snapshot kvc1_to_snapshot(const Kvc1File& f) {
+Snapshot kvc1_to_snapshot(const Kvc1File& f, bool allow_non_finite) {
   const std::string& w = f.path();
   if (f.artifact_kind() != "native")
     reject(Kvc1Reject::bad_header, w, "artifact.kind", "native (a mapped cache is never loaded as a native snapshot)",
@@ -116,27 +112,30 @@ Snapshot kvc1_to_snapshot(const Kvc1File& f) {
   s.cache = model::KvCache(g.layers, g.kv_heads, g.head_dim, g.positions);
   s.cache.n_pos = g.positions;
   const size_t per_layer = size_t(g.kv_heads) * g.positions * g.head_dim;
-  Sha256 k_hash, v_hash;
   for (int l = 0; l < g.layers; ++l) {
     std::memcpy(s.cache.k.data() + per_layer * l, f.tensor_data(2 * l), per_layer * 2);
     std::memcpy(s.cache.v.data() + per_layer * l, f.tensor_data(2 * l + 1), per_layer * 2);
-    k_hash.update(f.tensor_data(2 * l), per_layer * 2);
-    v_hash.update(f.tensor_data(2 * l + 1), per_layer * 2);
   }
-  const std::string k_hex = to_hex(k_hash.finish()), v_hex = to_hex(v_hash.finish());
-  if (k_hex != s.manifest.keys.sha256)
-    reject(Kvc1Reject::state_hash_mismatch, w, "state.keys.sha256", s.manifest.keys.sha256, k_hex + " (K payloads)");
-  if (v_hex != s.manifest.values.sha256)
-    reject(Kvc1Reject::state_hash_mismatch, w, "state.values.sha256", s.manifest.values.sha256, v_hex + " (V payloads)");
-  // The reader of a verified file seals the state; sealing must reproduce the manifest.
-  const std::string before = s.manifest.to_json();
-  seal(s);
-  if (s.manifest.to_json() != before)
-    reject(Kvc1Reject::state_hash_mismatch, w, "state", "a manifest that its payloads reproduce", "a different one");
+  // The state hashes over the payload serializer's bytes (K, V tensors in layer order), then
+  // finiteness: the checks read_state_dir makes on keys.f16le / values.f16le.
+  for (Payload p : {Payload::keys, Payload::values}) {
+    const bool k = p == Payload::keys;
+    PayloadCheck chk(g);
+    write_payload(s.cache, p, chk);
+    const std::string got = chk.sha256(), field = std::string("state.") + (k ? "keys" : "values");
+    const std::string& want = (k ? s.manifest.keys : s.manifest.values).sha256;
+    if (got != want)
+      reject(Kvc1Reject::state_hash_mismatch, w, field + ".sha256", want, got + (k ? " (K payloads)" : " (V payloads)"));
+    if (!allow_non_finite && !chk.first_non_finite().empty())
+      fail_field(w, std::string(k ? "K" : "V") + " payloads", "finite f16 values (exponent bits not all ones)",
+                 chk.first_non_finite());
+  }
   return s;
 }
 
-Snapshot read_kvc1_snapshot(const std::string& path) { return kvc1_to_snapshot(Kvc1File::open(path)); }
+Snapshot read_kvc1_snapshot(const std::string& path, bool allow_non_finite) {
+  return kvc1_to_snapshot(Kvc1File::open(path), allow_non_finite);
+}
 
 void unpack_kvc1(const std::string& path, const std::string& dir, bool force) {
   write_snapshot(read_kvc1_snapshot(path), dir, force);

@@ -16,21 +16,25 @@ namespace ember::kv {
 // {"artifact":{"kind":"native"},"format":"ember.kvc1","state":<manifest>}.
 nlohmann::json kvc1_native_header(const SnapshotManifest& m);
 
-// Streams a snapshot directory into a KVC1 file: the payload files are memory-mapped, each
-// layer slice is hashed and then written (never buffered), and the whole-file hashes are
-// checked against the manifest before the file is committed (a corrupt snapshot is refused
-// and nothing is written). Returns the trailer digest.
+// A snapshot directory as a KVC1 file: read_snapshot (the one directory reader: entries, no
+// links or FIFOs, sizes before allocation, hashes, finiteness; a mapped cache is refused by
+// name), then write_snapshot_kvc1. Nothing is written for a refused snapshot. Returns the
+// trailer digest.
 Digest pack_snapshot_dir(const std::string& dir, const std::string& out, bool force);
 
-// Writes an in-memory snapshot (a sealed export) as KVC1, without copying the cache.
+// Writes an in-memory snapshot (a sealed export) as KVC1, without copying the cache: each
+// layer's K and V through the payload serializer (write_payload). Refuses, committing
+// nothing, a cache whose bytes differ from its seal or hold a non-finite value.
 Digest write_snapshot_kvc1(const Snapshot& s, const std::string& out, bool force);
 
 // Reads a verified native KVC1 file as a Snapshot: every container check, the manifest's own
 // strict rules, dtype f16, and the state-hash check (concatenated payloads vs the manifest's
-// keys/values SHA-256). A mapped artifact is refused: it is never a native snapshot.
-Snapshot read_kvc1_snapshot(const std::string& path);
+// keys/values SHA-256), then finiteness unless allowed (naming the file, K or V, layer,
+// kv_head, position and dim of the first non-finite value). A mapped artifact is refused: it
+// is never a native snapshot.
+Snapshot read_kvc1_snapshot(const std::string& path, bool allow_non_finite = false);
 // Same, from an opened container.
-Snapshot kvc1_to_snapshot(const Kvc1File& f);
+Snapshot kvc1_to_snapshot(const Kvc1File& f, bool allow_non_finite = false);
 
 // read_kvc1_snapshot + write_snapshot (atomic; refuses an existing DIR without force).
 void unpack_kvc1(const std::string& path, const std::string& dir, bool force);

@@ -68,7 +68,9 @@ uint64_t SnapshotManifest::payload_bytes() const {
          uint64_t(std::max(geometry.positions, 0)) * uint64_t(std::max(geometry.head_dim, 0));
 }
 
-std::string SnapshotManifest::to_json() const {
+std::string SnapshotManifest::to_json() const { return canonical_json(to_object()); }
+
+ordered_json SnapshotManifest::to_object() const {
   ordered_json j;
   j["format"] = format;
   j["version"] = version;
@@ -106,21 +108,15 @@ std::string SnapshotManifest::to_json() const {
     return ordered_json{{"file", e.file}, {"bytes", e.bytes}, {"sha256", e.sha256}};
   };
   j["payload"] = {{"keys", entry(keys)}, {"values", entry(values)}};
-  return canonical_json(j);
+  return j;
 }
 
-SnapshotManifest SnapshotManifest::from_json(const std::string& text, const std::string& where) {
-  if (text.size() > kMaxManifestBytes)
-    fail_field(where, "size", "at most " + std::to_string(kMaxManifestBytes) + " bytes",
-               std::to_string(text.size()) + " bytes");
-  // A manifest holds its prefix ids and fewer than 100 other values: anything bigger is
-  // refused while parsing, so the DOM stays within ~80 bytes per allowed value.
-  const nlohmann::json doc = parse_json_strict(text, where, 16, kMaxManifestValues);
+namespace {
+
+// Every native field after "format" (the caller has read it), in the written order; the
+// caller calls top.done() and validate().
+SnapshotManifest read_fields(StrictObject& top, const std::string& where) {
   SnapshotManifest m;
-  StrictObject top(doc, "", where);
-  // format and version first: an unknown version is named as such, not as a missing key.
-  m.format = top.string("format", 64);
-  if (m.format != kSnapshotFormat) fail_field(where, "format", kSnapshotFormat, quote(m.format));
   m.version = int(top.integer("version", 0, INT32_MAX));
   if (m.version != kSnapshotVersion)
     fail_field(where, "version", std::to_string(kSnapshotVersion) + " (this reader)",
@@ -222,9 +218,106 @@ SnapshotManifest SnapshotManifest::from_json(const std::string& text, const std:
     m.values = entry("values");
     o.done();
   }
-  top.done();
-  m.validate(where);
   return m;
+}
+
+// The "mapping" object, strictly; MappedProvenance::validate() checks the values.
+MappedProvenance read_provenance(StrictObject o) {
+  MappedProvenance p;
+  p.kind = o.string("kind", 32);
+  p.mapper_hash = o.string("mapper_hash", 128);
+  p.calibration_split_hash = o.string("calibration_split_hash", 128);
+  p.shared_layers = int(o.integer("shared_layers", 0, kMaxLayers));
+  p.anchor = int(o.integer("anchor", 0, kMaxLayers));
+  const nlohmann::json& roles = o.array("layer_roles");
+  for (size_t i = 0; i < roles.size(); ++i) {
+    const std::string f = "mapping.layer_roles[" + std::to_string(i) + "]";
+    if (!roles[i].is_string()) fail_field(o.where(), f, "a string", json_type_name(roles[i]));
+    p.layer_roles.push_back(roles[i].get<std::string>());
+  }
+  p.source_model_identity = o.string("source_model_identity", 128);
+  p.source_manifest_sha256 = o.string("source_manifest_sha256", 128);
+  p.source_prefix_sha256 = o.string("source_prefix_sha256", 128);
+  o.done();
+  return p;
+}
+
+}  // namespace
+
+SnapshotManifest SnapshotManifest::from_json(const std::string& text, const std::string& where) {
+  const StateManifest s = parse_state_manifest(text, where);
+  require_kind(s, Accept::native, where);
+  return s.manifest;
+}
+
+StateManifest parse_state_manifest(const std::string& text, const std::string& where) {
+  if (text.size() > kMaxManifestBytes)
+    fail_field(where, "size", "at most " + std::to_string(kMaxManifestBytes) + " bytes",
+               std::to_string(text.size()) + " bytes");
+  // A manifest holds its prefix ids and fewer than 100 other values: anything bigger is
+  // refused while parsing, so the DOM stays within ~80 bytes per allowed value.
+  const nlohmann::json doc = parse_json_strict(text, where, 16, kMaxManifestValues);
+  StrictObject top(doc, "", where);
+  // format and version first: an unknown version is named as such, not as a missing key.
+  const std::string format = top.string("format", 64);
+  if (format != kSnapshotFormat && format != kMappedFormat)
+    fail_field(where, "format", std::string(kSnapshotFormat) + " (or " + kMappedFormat + ")", quote(format));
+  StateManifest s;
+  s.manifest = read_fields(top, where);
+  if (format == kMappedFormat) s.mapping = read_provenance(top.object("mapping"));
+  top.done();  // a native manifest with a "mapping" key is refused here
+  s.manifest.validate(where);
+  if (s.mapping) s.mapping->validate(s.manifest, where);
+  return s;
+}
+
+void require_kind(const StateManifest& s, Accept accept, const std::string& where) {
+  if (accept == Accept::native && s.mapped())
+    fail_field(where, "format", std::string(kSnapshotFormat) + " (a native snapshot)",
+               quote(kMappedFormat) + " (a mapped cache: ember map replay and kv compare read it)");
+  if (accept == Accept::mapped && !s.mapped())
+    fail_field(where, "format", std::string(kMappedFormat) + " (a mapped cache)",
+               quote(kSnapshotFormat) + " (a native snapshot: kv replay reads it)");
+}
+
+std::string state_manifest_json(const SnapshotManifest& m, const MappedProvenance* mapping,
+                                const std::string& where) {
+  m.validate(where);
+  if (!mapping) return m.to_json();
+  mapping->validate(m, where);
+  ordered_json j = m.to_object();
+  j["format"] = kMappedFormat;
+  j["mapping"] = mapping->to_json();
+  return canonical_json(j);
+}
+
+ordered_json MappedProvenance::to_json() const {
+  return {{"kind", kind},
+          {"mapper_hash", mapper_hash},
+          {"calibration_split_hash", calibration_split_hash},
+          {"shared_layers", shared_layers},
+          {"anchor", anchor},
+          {"layer_roles", layer_roles},
+          {"source_model_identity", source_model_identity},
+          {"source_manifest_sha256", source_manifest_sha256},
+          {"source_prefix_sha256", source_prefix_sha256}};
+}
+
+void MappedProvenance::validate(const SnapshotManifest& m, const std::string& where) const {
+  require_one_of(where, "mapping.kind", kind, {"identity", "ridge", "affine", "hybrid"});
+  if (kind != "hybrid" && mapper_hash.empty())
+    fail_field(where, "mapping.mapper_hash", "the mapper's hash", "empty");
+  if (!mapper_hash.empty()) require_hex64(where, "mapping.mapper_hash", mapper_hash);
+  if (!source_manifest_sha256.empty())
+    require_hex64(where, "mapping.source_manifest_sha256", source_manifest_sha256);
+  require_hex64(where, "mapping.source_model_identity", source_model_identity);
+  require_range(where, "mapping.anchor", anchor, shared_layers, m.geometry.layers);
+  if (int64_t(layer_roles.size()) != m.geometry.layers)
+    fail_field(where, "mapping.layer_roles", std::to_string(m.geometry.layers) + " entries (geometry.layers)",
+               std::to_string(layer_roles.size()));
+  for (size_t i = 0; i < layer_roles.size(); ++i)
+    require_one_of(where, "mapping.layer_roles[" + std::to_string(i) + "]", layer_roles[i],
+                   {"reused", "mapped", "recomputed", "kv-projected"});
 }
 
 void SnapshotManifest::validate(const std::string& where) const {

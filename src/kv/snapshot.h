@@ -12,8 +12,15 @@
 // logits for position P+1. Byte layout, the diagram and the reader's rejections:
 // docs/formats/kv-snapshot-v1.md.
 //
-// Shared types: kv compare/perturb and the KVC1 container read and write these structs.
+// This header is the format's one way in and out, for every artifact kind that is a snapshot
+// directory (native, and mapped: the same files plus a provenance extension):
+//   - write_payload: the one payload serializer (files, hashers, KVC1 tensors);
+//   - PayloadCheck: what is checked on every payload stream (SHA-256, finiteness);
+//   - read_state_dir / write_state_dir: the one directory reader and writer;
+//   - read_snapshot / write_snapshot / verify_snapshot: the native entry points over them.
+// kv compare/perturb and the KVC1 container read and write these structs.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +28,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/kv_cache.h"
+#include "util/byte_io.h"
+#include "util/sha256.h"
 
 namespace ember::kv {
 
@@ -130,6 +139,8 @@ struct SnapshotManifest {
   // Canonical JSON: fixed key order, 2-space indent, integer arrays on one line, a final
   // newline. The same manifest gives the same bytes every time.
   std::string to_json() const;
+  // The same document before printing (state_manifest_json extends it for a mapped cache).
+  nlohmann::ordered_json to_object() const;
   // Strict parse: rejects malformed JSON, duplicated keys (at any depth), unknown or missing
   // keys, wrong types, out-of-range values and internal inconsistency (validate()). `where`
   // names the source in error messages (e.g. the manifest path).
@@ -152,6 +163,105 @@ struct SnapshotManifest {
 // SHA-256 (hex) of token ids written as int32 little-endian.
 std::string prefix_hash(const std::vector<int32_t>& tokens);
 
+// ---- The mapped extension (ember.kv-mapped.v1) -------------------------------------------
+// A mapped cache is a snapshot directory of the same three files whose manifest says
+// "format": "ember.kv-mapped" and carries one more top-level object, "mapping" (last): the
+// provenance below. Everything else (fields, rules, payload layout, hashes) is the native
+// format's; one parser, one reader and one writer serve both (docs/mapping.md).
+inline constexpr const char* kMappedFormat = "ember.kv-mapped";
+
+struct MappedProvenance {
+  std::string kind;               // identity | ridge | affine | hybrid
+  std::string mapper_hash;        // "" only for an unmapped hybrid (a == s)
+  std::string calibration_split_hash;
+  int shared_layers = 0;          // s
+  int anchor = 0;                 // a (a == n_layers: pure mapping)
+  std::vector<std::string> layer_roles;  // per layer: reused | mapped | recomputed | kv-projected
+  std::string source_model_identity;
+  std::string source_manifest_sha256;  // SHA-256 of the source snapshot's manifest.json bytes
+  std::string source_prefix_sha256;
+
+  nlohmann::ordered_json to_json() const;  // fixed key order (the order above)
+  // Rules that need the manifest: one role per layer, shared_layers <= anchor <= layers.
+  void validate(const SnapshotManifest& m, const std::string& where) const;
+};
+
+// What a manifest.json holds, for either kind. `manifest.format` is kSnapshotFormat in memory
+// for both (the kind is `mapping`'s presence), so every native rule and target_fields() apply
+// unchanged to a mapped cache.
+struct StateManifest {
+  SnapshotManifest manifest;
+  std::optional<MappedProvenance> mapping;  // present iff the file says "ember.kv-mapped"
+  bool mapped() const { return mapping.has_value(); }
+  const char* format() const { return mapped() ? kMappedFormat : kSnapshotFormat; }
+};
+
+// The canonical manifest text of either kind: SnapshotManifest::to_json() for a native one
+// (byte-identical), the same document with "format": "ember.kv-mapped" and "mapping" appended
+// for a mapped one. Validates both first (Error naming `where`).
+std::string state_manifest_json(const SnapshotManifest& m, const MappedProvenance* mapping,
+                                const std::string& where);
+// The strict parse of either kind: every SnapshotManifest::from_json rule, plus for
+// "ember.kv-mapped" a "mapping" object read as strictly (unknown, missing, duplicated and
+// mistyped keys refused) and MappedProvenance::validate. A native manifest with a "mapping"
+// key, or a mapped one without it, is refused by name.
+StateManifest parse_state_manifest(const std::string& text, const std::string& where);
+
+// Which kinds an entry point accepts. The reader parses every manifest fully first, then
+// refuses the other kind by name: a native-only entry point never loads a mapped cache as
+// native, and a mapped-only one never takes a native snapshot for a mapping's output.
+enum class Accept { native, mapped, any };
+void require_kind(const StateManifest& s, Accept accept, const std::string& where);
+
+// ---- The one payload serializer ------------------------------------------------------------
+enum class Payload { keys, values };
+inline const char* payload_file(Payload p) { return p == Payload::keys ? kKeysFile : kValuesFile; }
+inline const char* payload_field(Payload p) { return p == Payload::keys ? "payload.keys" : "payload.values"; }
+
+// Writes positions [0, n_pos) of every (layer, kv_head) of layers [layer_begin, layer_end)
+// (all layers by default), in that order, f16 little-endian: with all layers, exactly the
+// bytes of keys.f16le / values.f16le. The only code that serializes a cache: files, hashers,
+// KVC1 tensors and counters all go through it, so a hash is always over the bytes written.
+void write_payload(const model::KvCache& c, Payload which, ByteSink& out, int layer_begin = 0,
+                   int layer_end = -1);
+
+// What every reader and writer checks on one payload stream as it passes: its SHA-256, its
+// length and the first non-finite f16 (exponent bits all ones: +-Inf or NaN) with its
+// coordinates in the [layer][kv_head][position][dim] layout of `g`. Forwards to `inner`.
+class PayloadCheck final : public ByteSink {
+ public:
+  explicit PayloadCheck(const Geometry& g, ByteSink* inner = nullptr) : g_(g), inner_(inner) {}
+  void write(const void* data, size_t n) override;
+  using ByteSink::write;
+  std::string sha256();  // hex; call once, after the last write
+  // "" when every value so far was finite, else e.g. "NaN (f16 0x7e00) at layer 1, kv_head 0,
+  // position 3, dim 5".
+  const std::string& first_non_finite() const { return bad_; }
+
+ private:
+  void note(uint16_t v, uint64_t index);  // records v if it is the first non-finite value
+  Geometry g_;
+  ByteSink* inner_;
+  Sha256 hash_;
+  uint64_t values_ = 0;
+  int carry_ = -1;  // a low byte waiting for its high byte (writes may split a value)
+  std::string bad_;
+};
+
+// The verdict on a payload stream, in this order: its SHA-256 against `want` (a mismatch
+// means the bytes are not the sealed ones: "<where>: <field>.sha256: expected <want> <label>,
+// found <got> <found_label>"), then finiteness unless allowed ("<where>: <field>: expected
+// finite f16 values, found NaN ... at layer l, kv_head h, position p, dim d").
+void check_payload_stream(PayloadCheck& c, const std::string& want, const std::string& where,
+                          const std::string& field, const std::string& want_label,
+                          const std::string& found_label, bool allow_non_finite);
+
+// Both payloads of `c` through write_payload + PayloadCheck against the manifest's entries
+// (shape first, then each payload's hash, then finiteness unless allowed). Used by import
+// (a cache edited in memory after it was read or sealed is refused) and by the KVC1 reader.
+void check_cache_payloads(const SnapshotManifest& m, const model::KvCache& c,
+                          const std::string& where, bool allow_non_finite = false);
+
 // A snapshot in memory: the manifest and a cache whose capacity is exactly P positions
 // (cache.n_pos == cache.capacity == manifest.geometry.positions).
 struct Snapshot {
@@ -161,24 +271,54 @@ struct Snapshot {
 
 // Fills manifest.geometry.positions, prefix.sha256 and the payload entries (sizes, hashes)
 // from the cache, which must match the manifest's layers/kv_heads/head_dim. A state is
-// sealed once, by the code that produced it natively (export, or a reader of a verified
-// file); write_snapshot() refuses a cache that no longer matches its seal.
+// sealed once, by the code that produced it natively (export, a mapper, or a reader of a
+// verified file); the writer refuses a cache that no longer matches its seal.
+void seal_manifest(SnapshotManifest& m, const model::KvCache& c, const std::string& where);
 void seal(Snapshot& s);
 
-// Writes DIR atomically (temporary sibling, fsync, rename; see util/atomic_file.h). Refuses
-// an existing DIR unless force. Recomputes the payload hashes while writing and refuses,
-// leaving nothing behind, if they differ from the manifest's (a modified cache is not a
-// native snapshot).
-void write_snapshot(const Snapshot& s, const std::string& dir, bool force);
+// ---- The one directory reader and writer (both kinds) --------------------------------------
+struct ReadOptions {
+  Accept accept = Accept::native;
+  bool allow_non_finite = false;  // only for analysing broken caches (kv compare opt-in)
+};
 
-// Reads and verifies everything (manifest, consistency, sizes, SHA-256 of both payloads).
-// Allocates only after the payload file sizes have been checked against the geometry.
-Snapshot read_snapshot(const std::string& dir);
-// Reads and validates only manifest.json (no payload access).
+// A snapshot directory as read: the manifest (and provenance), its exact bytes, and the cache
+// (capacity == n_pos == P).
+struct StateDir {
+  StateManifest header;
+  std::string manifest_text;  // manifest.json as read (canonical when ember wrote it)
+  model::KvCache cache;
+};
+
+// The one reader. In order: DIR is a directory holding exactly manifest.json, keys.f16le and
+// values.f16le (a stray entry is refused by name); each is opened without following links
+// and must be a regular file (a symlink, FIFO, device or directory is refused without
+// blocking); the manifest is parsed strictly (parse_state_manifest) and its kind checked
+// (require_kind); both payload sizes are checked against the geometry before anything of
+// their size is allocated; then each payload is read once, through PayloadCheck: SHA-256
+// against the manifest, then finiteness (unless allowed). Error naming the file and field.
+StateDir read_state_dir(const std::string& dir, const ReadOptions& options = {});
+// Only the entries and the manifest (no payload access): what read_state_dir checks first.
+StateDir read_state_header(const std::string& dir, Accept accept);
+
+// The one writer: DIR atomically (temporary sibling, fsync, rename; util/atomic_file.h),
+// refusing an existing DIR unless force. The manifest must be sealed over `cache` (a native
+// manifest, plus the provenance for a mapped cache); each payload is written through
+// PayloadCheck and the write is abandoned, leaving nothing, if its hash differs from the seal
+// or a value is non-finite. manifest.json (state_manifest_json, canonical) is written last.
+void write_state_dir(const SnapshotManifest& m, const MappedProvenance* mapping,
+                     const model::KvCache& cache, const std::string& dir, bool force);
+
+// ---- Native entry points (Accept::native over the above) ------------------------------------
+// write_state_dir without provenance. Refuses a cache that differs from its seal.
+void write_snapshot(const Snapshot& s, const std::string& dir, bool force);
+// read_state_dir(dir, {Accept::native}): refuses a mapped cache by name.
+Snapshot read_snapshot(const std::string& dir, bool allow_non_finite = false);
+// read_state_header(dir, Accept::native).manifest: entries and manifest, no payload access.
 SnapshotManifest read_manifest(const std::string& dir);
 
 struct VerifyCheck {
-  std::string name;    // "manifest", "consistency", "files", "keys.sha256", ...
+  std::string name;    // "directory", "manifest", "payload.keys.bytes", ".sha256", ".finite"
   std::string status;  // "ok" | "failed" | "skipped"
   std::string detail;  // the error line when failed
 };
@@ -191,8 +331,8 @@ struct VerifyReport {
   std::string error;  // the first failure, one line
   nlohmann::ordered_json to_json() const;
 };
-// Checks format, sizes, hashes and internal consistency without a model, streaming the
-// payloads (no allocation of their size). Never throws for a bad snapshot: the report says.
-VerifyReport verify_snapshot(const std::string& dir);
+// The checks of read_state_dir, one by one, streaming the payloads (no allocation of their
+// size). Never throws for a bad snapshot: the report says.
+VerifyReport verify_snapshot(const std::string& dir, Accept accept = Accept::native);
 
 }  // namespace ember::kv

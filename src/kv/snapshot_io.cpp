@@ -1,19 +1,20 @@
-// Reading, writing and verifying ember.kv-snapshot.v1 directories.
+// The one reader and the one writer of snapshot directories (ember.kv-snapshot.v1 and its
+// mapped extension ember.kv-mapped.v1), the one payload serializer, and verify.
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
-#include <set>
 
 #include "kv/snapshot.h"
 #include "kv/strict_json.h"
 #include "util/atomic_file.h"
 #include "util/byte_io.h"
 #include "util/error.h"
+#include "util/open_file.h"
 #include "util/sha256.h"
 
 namespace ember::kv {
@@ -23,9 +24,14 @@ std::string join(const std::string& dir, const char* name) {
   return (dir.empty() || dir.back() == '/') ? dir + name : dir + "/" + name;
 }
 
-void check_cache_shape(const Snapshot& s, const std::string& where) {
-  const Geometry& g = s.manifest.geometry;
-  const model::KvCache& c = s.cache;
+const PayloadEntry& entry_of(const SnapshotManifest& m, Payload p) {
+  return p == Payload::keys ? m.keys : m.values;
+}
+
+// The cache agrees with the geometry (layers, kv_heads, head_dim) and is well formed; with
+// `positions`, n_pos must also equal the manifest's positions.
+void check_cache_shape(const Geometry& g, const model::KvCache& c, const std::string& where,
+                       bool positions) {
   if (c.n_layers != g.layers || c.n_kv_heads != g.kv_heads || c.head_dim != g.head_dim)
     fail_field(where, "cache geometry",
                "layers/kv_heads/head_dim " + std::to_string(g.layers) + "/" + std::to_string(g.kv_heads) +
@@ -36,38 +42,60 @@ void check_cache_shape(const Snapshot& s, const std::string& where) {
       c.k.size() != size_t(c.n_layers) * c.n_kv_heads * c.capacity * c.head_dim || c.v.size() != c.k.size())
     fail_field(where, "cache", "a well-formed cache with 1 <= n_pos <= capacity",
                "n_pos " + std::to_string(c.n_pos) + ", capacity " + std::to_string(c.capacity));
+  if (positions && c.n_pos != g.positions)
+    fail_field(where, "geometry.positions", std::to_string(c.n_pos) + " (cache cursor)",
+               std::to_string(g.positions));
 }
 
-// The one payload serializer: active rows of every (layer, kv_head), in that order. Writing,
-// sealing and hashing all go through it, so a hash is always over the bytes written.
-void write_payload(const model::KvCache& c, bool keys, ByteSink& out) {
-  const size_t row = size_t(c.n_pos) * size_t(c.head_dim) * sizeof(uint16_t);
-  for (int l = 0; l < c.n_layers; ++l)
-    for (int h = 0; h < c.n_kv_heads; ++h)
-      out.write(keys ? c.k_row(l, h, 0) : c.v_row(l, h, 0), row);
-}
-
-// Opens a payload file without following links and checks it is a regular file of `bytes`.
-int open_payload(const std::string& path, const std::string& field, uint64_t bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    fail_field(path, field, "a regular file", errno == ENOENT ? "missing" : std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail_field(path, field, "a regular file", "something else");
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
   }
-  if (uint64_t(st.st_size) != bytes) {
+};
+
+const char* entry_field(const char* name) {
+  return name == kKeysFile ? "payload.keys" : name == kValuesFile ? "payload.values" : "manifest";
+}
+
+std::string not_regular(unsigned mode) {
+  return S_ISLNK(mode) ? "a symbolic link (links are never followed)" : describe_file_type(mode);
+}
+
+// Opens one entry of the directory: never through a link, never blocking, a regular file only.
+int open_entry(const std::string& path, const std::string& field, uint64_t* size) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) fail_field(path, field, "a regular file", "missing");
+  try {
+    return open_regular_file(path, size, /*follow_symlinks=*/false);
+  } catch (const Error& e) {
+    // Replaced since the listing: name what is there now, else open_regular_file's reason.
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      fail_field(path, field, "a regular file", not_regular(st.st_mode));
+    std::string what = e.what();
+    if (what.rfind(path + ": ", 0) == 0) what = what.substr(path.size() + 2);
+    fail_field(path, field, "a regular file", what);
+  }
+}
+
+// Opens a payload and checks that it holds exactly `bytes` (before anything is allocated).
+int open_payload(const std::string& path, const std::string& field, uint64_t bytes) {
+  uint64_t size = 0;
+  const int fd = open_entry(path, field, &size);
+  if (size != bytes) {
     ::close(fd);
     fail_field(path, field + ".bytes", std::to_string(bytes) + " (manifest)",
-               std::to_string(st.st_size) + (uint64_t(st.st_size) < bytes ? " (truncated)" : " (extended)"));
+               std::to_string(size) + (size < bytes ? " (truncated)" : " (extended)"));
   }
   return fd;
 }
 
-// Reads exactly n bytes into dst (or streams them when dst is null) and returns their hash.
-std::string read_and_hash(int fd, const std::string& path, uint8_t* dst, uint64_t n) {
-  Sha256 h;
+// Reads exactly n bytes from fd into dst (or through a 1 MiB buffer when dst is null),
+// passing every byte read to `sink`.
+void read_exact(int fd, const std::string& path, uint8_t* dst, uint64_t n, ByteSink& sink) {
   std::unique_ptr<uint8_t[]> buf;
   const size_t chunk = size_t(1) << 20;
   if (!dst) buf.reset(new uint8_t[chunk]);
@@ -78,13 +106,12 @@ std::string read_and_hash(int fd, const std::string& path, uint8_t* dst, uint64_
     const ssize_t r = ::read(fd, p, want);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) fail(path, "read error or file shrank while reading");
-    h.update(p, size_t(r));
+    sink.write(p, size_t(r));
     got += uint64_t(r);
   }
-  return to_hex(h.finish());
 }
 
-// Exactly the three fixed names; anything else (a stray file, a link, a directory) is refused.
+// Exactly the three fixed names; anything else (a stray file, a directory) is refused.
 void check_entries(const std::string& dir) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) fail_field(dir, "snapshot", "a directory", "missing");
@@ -101,97 +128,193 @@ void check_entries(const std::string& dir) {
   if (!extra.empty())
     fail_field(dir, "entries", "only manifest.json, keys.f16le, values.f16le",
                "an unexpected entry '" + extra + "'");
+  // Each present entry is a regular file, not a link to one (open_entry checks again on the
+  // descriptor; a missing one is named when it is opened).
+  for (const char* name : {kManifestFile, kKeysFile, kValuesFile}) {
+    const std::string path = join(dir, name);
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      fail_field(path, entry_field(name), "a regular file", not_regular(st.st_mode));
+  }
 }
 
-void check_hash(const std::string& dir, const char* field, const std::string& want,
-                const std::string& found) {
-  if (want != found) fail_field(dir, field, want + " (manifest)", found + " (payload bytes)");
+std::string read_manifest_text(const std::string& path) {
+  Fd f;
+  uint64_t size = 0;
+  f.fd = open_entry(path, "manifest", &size);
+  if (size > kMaxManifestBytes)
+    fail_field(path, "size", "at most " + std::to_string(kMaxManifestBytes) + " bytes", std::to_string(size) + " bytes");
+  std::string text(size_t(size), '\0');
+  CountingSink counted;
+  read_exact(f.fd, path, reinterpret_cast<uint8_t*>(text.data()), size, counted);
+  return text;
+}
+
+void check_stream_hash(PayloadCheck& c, const std::string& want, const std::string& where,
+                       const std::string& field, const std::string& want_label, const std::string& found_label) {
+  const std::string got = c.sha256();
+  if (got != want) fail_field(where, field + ".sha256", want + " " + want_label, got + " " + found_label);
+}
+
+void check_stream_finite(const PayloadCheck& c, const std::string& where, const std::string& field) {
+  if (!c.first_non_finite().empty())
+    fail_field(where, field, "finite f16 values (exponent bits not all ones)", c.first_non_finite());
 }
 
 }  // namespace
 
-void seal(Snapshot& s) {
-  const std::string where = "snapshot";
-  check_cache_shape(s, where);
-  SnapshotManifest& m = s.manifest;
-  m.geometry.positions = s.cache.n_pos;
-  m.prefix.sha256 = prefix_hash(m.prefix.tokens);
-  for (bool k : {true, false}) {
-    HashingSink h;
-    write_payload(s.cache, k, h);
-    PayloadEntry& e = k ? m.keys : m.values;
-    e.file = k ? kKeysFile : kValuesFile;
-    e.bytes = h.n_bytes();
-    e.sha256 = to_hex(h.finish());
+// ---- the payload serializer and its checks ----------------------------------------------------
+
+void write_payload(const model::KvCache& c, Payload which, ByteSink& out, int layer_begin, int layer_end) {
+  if (layer_end < 0) layer_end = c.n_layers;
+  EMBER_CHECK(layer_begin >= 0 && layer_begin <= layer_end && layer_end <= c.n_layers);
+  const size_t row = size_t(c.n_pos) * size_t(c.head_dim) * sizeof(uint16_t);
+  if (row == 0) return;
+  for (int l = layer_begin; l < layer_end; ++l)
+    for (int h = 0; h < c.n_kv_heads; ++h)
+      out.write(which == Payload::keys ? c.k_row(l, h, 0) : c.v_row(l, h, 0), row);
+}
+
+void PayloadCheck::note(uint16_t v, uint64_t index) {
+  if ((v & 0x7c00) != 0x7c00 || !bad_.empty()) return;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "%04x", unsigned(v));
+  const std::string what = (v & 0x03ff) ? "NaN" : (v & 0x8000) ? "-Inf" : "+Inf";
+  const uint64_t d = uint64_t(std::max(g_.head_dim, 1)), p = uint64_t(std::max(g_.positions, 1)),
+                 h = uint64_t(std::max(g_.kv_heads, 1));
+  bad_ = what + " (f16 0x" + hex + ") at layer " + std::to_string(index / (d * p * h)) + ", kv_head " +
+         std::to_string(index / (d * p) % h) + ", position " + std::to_string(index / d % p) + ", dim " +
+         std::to_string(index % d);
+}
+
+void PayloadCheck::write(const void* data, size_t n) {
+  if (inner_) inner_->write(data, n);
+  hash_.update(data, n);
+  n_bytes_ += n;
+  const auto* b = static_cast<const uint8_t*>(data);
+  size_t i = 0;
+  if (carry_ >= 0 && n > 0) {  // the high byte of a value split across two writes
+    note(uint16_t(carry_ | (b[0] << 8)), values_++);
+    carry_ = -1;
+    i = 1;
+  }
+  const size_t pairs = (n - i) / 2;
+  if (bad_.empty())
+    for (size_t k = 0; k < pairs; ++k) {
+      const uint16_t v = uint16_t(b[i + 2 * k] | (b[i + 2 * k + 1] << 8));
+      if ((v & 0x7c00) == 0x7c00) {
+        note(v, values_ + k);
+        break;
+      }
+    }
+  values_ += pairs;
+  i += 2 * pairs;
+  if (i < n) carry_ = b[i];
+}
+
+std::string PayloadCheck::sha256() { return to_hex(hash_.finish()); }
+
+void check_payload_stream(PayloadCheck& c, const std::string& want, const std::string& where,
+                          const std::string& field, const std::string& want_label,
+                          const std::string& found_label, bool allow_non_finite) {
+  check_stream_hash(c, want, where, field, want_label, found_label);
+  if (!allow_non_finite) check_stream_finite(c, where, field);
+}
+
+void check_cache_payloads(const SnapshotManifest& m, const model::KvCache& c, const std::string& where,
+                          bool allow_non_finite) {
+  check_cache_shape(m.geometry, c, where, /*positions=*/true);
+  for (Payload p : {Payload::keys, Payload::values}) {
+    PayloadCheck chk(m.geometry);
+    write_payload(c, p, chk);
+    check_payload_stream(chk, entry_of(m, p).sha256, where, payload_field(p), "(manifest)", "(cache bytes)",
+                         allow_non_finite);
   }
 }
 
-void write_snapshot(const Snapshot& s, const std::string& dir, bool force) {
-  check_cache_shape(s, dir);
-  if (s.cache.n_pos != s.manifest.geometry.positions)
-    fail_field(dir, "geometry.positions", std::to_string(s.cache.n_pos) + " (cache cursor)",
-               std::to_string(s.manifest.geometry.positions));
-  s.manifest.validate(dir + " (manifest to write)");
+void seal_manifest(SnapshotManifest& m, const model::KvCache& c, const std::string& where) {
+  check_cache_shape(m.geometry, c, where, /*positions=*/false);
+  m.geometry.positions = c.n_pos;
+  m.prefix.sha256 = prefix_hash(m.prefix.tokens);
+  for (Payload p : {Payload::keys, Payload::values}) {
+    PayloadCheck chk(m.geometry);
+    write_payload(c, p, chk);
+    PayloadEntry& e = p == Payload::keys ? m.keys : m.values;
+    e = {payload_file(p), chk.n_bytes(), chk.sha256()};
+  }
+}
+
+void seal(Snapshot& s) { seal_manifest(s.manifest, s.cache, "snapshot"); }
+
+// ---- the directory reader and writer ---------------------------------------------------------
+
+StateDir read_state_header(const std::string& dir, Accept accept) {
+  check_entries(dir);
+  const std::string path = join(dir, kManifestFile);
+  StateDir s;
+  s.manifest_text = read_manifest_text(path);
+  s.header = parse_state_manifest(s.manifest_text, path);
+  require_kind(s.header, accept, path);
+  return s;
+}
+
+StateDir read_state_dir(const std::string& dir, const ReadOptions& options) {
+  StateDir s = read_state_header(dir, options.accept);
+  const SnapshotManifest& m = s.header.manifest;
+  const uint64_t bytes = m.payload_bytes();
+  // Both sizes are checked before anything of their size is allocated.
+  Fd fds[2];
+  for (Payload p : {Payload::keys, Payload::values})
+    fds[int(p)].fd = open_payload(join(dir, payload_file(p)), payload_field(p), bytes);
+  const Geometry& g = m.geometry;
+  s.cache = model::KvCache(g.layers, g.kv_heads, g.head_dim, g.positions);
+  s.cache.n_pos = g.positions;
+  for (Payload p : {Payload::keys, Payload::values}) {
+    const std::string path = join(dir, payload_file(p));
+    uint16_t* dst = p == Payload::keys ? s.cache.k.data() : s.cache.v.data();
+    PayloadCheck chk(g);
+    read_exact(fds[int(p)].fd, path, reinterpret_cast<uint8_t*>(dst), bytes, chk);
+    check_payload_stream(chk, entry_of(m, p).sha256, path, payload_field(p), "(manifest)", "(payload bytes)",
+                         options.allow_non_finite);
+  }
+  return s;
+}
+
+void write_state_dir(const SnapshotManifest& m, const MappedProvenance* mapping, const model::KvCache& cache,
+                     const std::string& dir, bool force) {
+  check_cache_shape(m.geometry, cache, dir, /*positions=*/true);
+  const std::string text = state_manifest_json(m, mapping, dir + " (manifest to write)");
   remove_stale_temporaries(dir);
   AtomicDirectory out(dir, force);
-  for (bool k : {true, false}) {
-    const PayloadEntry& e = k ? s.manifest.keys : s.manifest.values;
-    auto f = out.create(k ? kKeysFile : kValuesFile);
-    HashingSink h(&f->sink());
-    write_payload(s.cache, k, h);
-    const std::string got = to_hex(h.finish());
-    if (got != e.sha256)
-      fail_field(dir, std::string("payload.") + (k ? "keys" : "values") + ".sha256",
-                 e.sha256 + " (sealed manifest)",
-                 got + " (cache bytes; a modified cache is not a native snapshot)");
+  for (Payload p : {Payload::keys, Payload::values}) {
+    auto f = out.create(payload_file(p));
+    PayloadCheck chk(m.geometry, &f->sink());
+    write_payload(cache, p, chk);
+    check_payload_stream(chk, entry_of(m, p).sha256, join(dir, payload_file(p)), payload_field(p),
+                         "(sealed manifest)", "(cache bytes; a modified cache is not the state its manifest seals)",
+                         /*allow_non_finite=*/false);
     f->commit();
   }
   // The manifest last: a temporary directory without it is never mistaken for a snapshot.
   auto mf = out.create(kManifestFile);
-  mf->sink().write(s.manifest.to_json());
+  mf->sink().write(text);
   mf->commit();
   out.commit();
 }
 
+void write_snapshot(const Snapshot& s, const std::string& dir, bool force) {
+  write_state_dir(s.manifest, nullptr, s.cache, dir, force);
+}
+
+Snapshot read_snapshot(const std::string& dir, bool allow_non_finite) {
+  StateDir d = read_state_dir(dir, {Accept::native, allow_non_finite});
+  return {std::move(d.header.manifest), std::move(d.cache)};
+}
+
 SnapshotManifest read_manifest(const std::string& dir) {
-  const std::string path = join(dir, kManifestFile);
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) fail_field(path, "manifest", "a regular file", "missing");
-  if (!S_ISREG(st.st_mode)) fail_field(path, "manifest", "a regular file", "something else");
-  return SnapshotManifest::from_json(read_file(path, kMaxManifestBytes), path);
+  return read_state_header(dir, Accept::native).header.manifest;
 }
 
-Snapshot read_snapshot(const std::string& dir) {
-  check_entries(dir);
-  Snapshot s;
-  s.manifest = read_manifest(dir);
-  const SnapshotManifest& m = s.manifest;
-  const uint64_t bytes = m.payload_bytes();
-  // Both sizes are checked before anything of their size is allocated.
-  const std::string kpath = join(dir, kKeysFile), vpath = join(dir, kValuesFile);
-  const int kfd = open_payload(kpath, "payload.keys", bytes);
-  int vfd = -1;
-  try {
-    vfd = open_payload(vpath, "payload.values", bytes);
-  } catch (...) {
-    ::close(kfd);
-    throw;
-  }
-  struct Closer {
-    int a, b;
-    ~Closer() { ::close(a); ::close(b); }
-  } closer{kfd, vfd};
-  const Geometry& g = m.geometry;
-  s.cache = model::KvCache(g.layers, g.kv_heads, g.head_dim, g.positions);
-  s.cache.n_pos = g.positions;
-  check_hash(kpath, "payload.keys.sha256", m.keys.sha256,
-             read_and_hash(kfd, kpath, reinterpret_cast<uint8_t*>(s.cache.k.data()), bytes));
-  check_hash(vpath, "payload.values.sha256", m.values.sha256,
-             read_and_hash(vfd, vpath, reinterpret_cast<uint8_t*>(s.cache.v.data()), bytes));
-  return s;
-}
-
-VerifyReport verify_snapshot(const std::string& dir) {
+VerifyReport verify_snapshot(const std::string& dir, Accept accept) {
   VerifyReport r;
   r.path = dir;
   auto run = [&](const std::string& name, auto&& fn) {
@@ -211,20 +334,24 @@ VerifyReport verify_snapshot(const std::string& dir) {
   };
   run("directory", [&] { check_entries(dir); });
   run("manifest", [&] {
-    r.manifest = read_manifest(dir);
+    const std::string path = join(dir, kManifestFile);
+    const StateManifest s = parse_state_manifest(read_manifest_text(path), path);
+    require_kind(s, accept, path);
+    r.manifest = s.manifest;
     r.manifest_ok = true;
   });
   const uint64_t bytes = r.manifest_ok ? r.manifest.payload_bytes() : 0;
-  for (bool k : {true, false}) {
-    const std::string field = k ? "payload.keys" : "payload.values";
-    const std::string path = join(dir, k ? kKeysFile : kValuesFile);
-    int fd = -1;
-    run(field + ".bytes", [&] { fd = open_payload(path, field, bytes); });
+  for (Payload p : {Payload::keys, Payload::values}) {
+    const std::string field = payload_field(p);
+    const std::string path = join(dir, payload_file(p));
+    Fd fd;
+    PayloadCheck chk(r.manifest.geometry);
+    run(field + ".bytes", [&] { fd.fd = open_payload(path, field, bytes); });
     run(field + ".sha256", [&] {
-      const std::string got = read_and_hash(fd, path, nullptr, bytes);
-      check_hash(path, (field + ".sha256").c_str(), (k ? r.manifest.keys : r.manifest.values).sha256, got);
+      read_exact(fd.fd, path, nullptr, bytes, chk);
+      check_stream_hash(chk, entry_of(r.manifest, p).sha256, path, field, "(manifest)", "(payload bytes)");
     });
-    if (fd >= 0) ::close(fd);
+    run(field + ".finite", [&] { check_stream_finite(chk, path, field); });
   }
   r.ok = r.error.empty();
   return r;

@@ -23,11 +23,12 @@ std::string state_kind(const std::string& path) {
   return "";
 }
 
-Snapshot load_state(const std::string& path) {
+Snapshot load_state(const std::string& path, bool allow_non_finite) {
   const std::string kind = state_kind(path);
-  if (kind == "snapshot-dir") return read_snapshot(path);
+  if (kind == "snapshot-dir") return read_snapshot(path, allow_non_finite);
   if (kind == "kvc1") {
-    return read_kvc1_snapshot(path);  // every KVC1 check, native only (docs/formats/kvc1.md)
+    // every KVC1 check, native only (docs/formats/kvc1.md)
+    return read_kvc1_snapshot(path, allow_non_finite);
   }
   fail_field(path, "state", "a snapshot directory or a KVC1 file", "neither (missing or unknown)");
 }

@@ -267,7 +267,7 @@ TEST(SnapshotVerify, ReportListsEveryCheck) {
   const std::string dir = write_valid("report");
   const kv::VerifyReport ok = kv::verify_snapshot(dir);
   ASSERT_TRUE(ok.ok) << ok.error;
-  ASSERT_EQ(ok.checks.size(), 6u);
+  ASSERT_EQ(ok.checks.size(), 8u);  // directory, manifest, then bytes/sha256/finite per payload
   for (const auto& c : ok.checks) EXPECT_EQ(c.status, "ok") << c.name;
   fs::remove(dir + "/manifest.json");
   const kv::VerifyReport bad = kv::verify_snapshot(dir);

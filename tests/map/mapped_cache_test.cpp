@@ -2,6 +2,9 @@
 // native continuation, and the mapped cache never passing for a native snapshot.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
 
 #include "kv/import.h"
@@ -159,6 +162,56 @@ TEST(MappedCache, DuplicatedManifestKeyIsRejected) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("format: expected a key that appears once"), std::string::npos) << e.what();
   }
+}
+
+// Defect 7: a mapper whose outputs overflow f16 (weights 1e6) made `map apply` write a cache of
+// +-Inf and exit 0, and `map replay` resumed from it. The writer now refuses a non-finite
+// value, naming it, and leaves neither the cache nor its receipt.
+TEST(MappedCache, OverflowingMapperWritesNothing) {
+  const std::string dir = test::temp_dir("mapped-overflow");
+  export_native(dir + "/snap", "Lily wanted to play", 1);
+  const std::string base = models() + "/stories260K.gguf";
+  auto m = model::Model::load(base);
+  auto t = tok::Tokenizer::from_gguf(m->file());
+  const ModelGeometry g{m->identity(), "llama", 5, 4, 8, 64};
+  Mapper mp = identity_mapper(g, g, t->identity(), 0);
+  mp.kind = MapperKind::ridge;
+  mp.lambda = 1e-3;
+  mp.split_hash = std::string(64, 'a');
+  mp.calib_rows = 1;
+  for (HeadMaps& h : mp.heads) {
+    for (double& w : h.v.w) w *= 1e6;
+    h.k_r2_train = h.k_r2_eval = h.v_r2_train = h.v_r2_eval = 0;
+  }
+  mp.write(dir + "/big", false);
+  ASSERT_NO_THROW(Mapper::read(dir + "/big"));
+  std::string out;
+  EXPECT_NE(test::run_command(test::ember_binary() + " map apply --mapper " + dir + "/big --snapshot " + dir +
+                                  "/snap --target " + base + " --output " + dir + "/mapped", &out), 0) << out;
+  EXPECT_NE(out.find("values.f16le: payload.values: expected finite f16 values"), std::string::npos) << out;
+  EXPECT_NE(out.find("Inf (f16 0x"), std::string::npos) << out;
+  EXPECT_FALSE(path_exists(dir + "/mapped"));
+  EXPECT_FALSE(path_exists(dir + "/mapped.receipt.json"));
+}
+
+// map replay reads through the one directory reader: a symlinked payload is refused by name
+// (it was followed before), before the model is loaded.
+TEST(MappedCache, MapReplayRefusesASymlinkedPayload) {
+  const std::string dir = test::temp_dir("mapped-link");
+  export_native(dir + "/snap", "Lily wanted to play", 1);
+  const std::string base = models() + "/stories260K.gguf";
+  auto m = model::Model::load(base);
+  auto t = tok::Tokenizer::from_gguf(m->file());
+  const ModelGeometry g{m->identity(), "llama", 5, 4, 8, 64};
+  identity_mapper(g, g, t->identity(), 5).write(dir + "/id", false);
+  std::string out;
+  ASSERT_EQ(test::run_command(test::ember_binary() + " map apply --mapper " + dir + "/id --snapshot " + dir +
+                                  "/snap --target " + base + " --output " + dir + "/mapped", &out), 0) << out;
+  ASSERT_EQ(test::run_command(test::ember_binary() + " map replay --mapped " + dir + "/mapped --model " + base + " -n 2", &out), 0) << out;
+  ASSERT_EQ(std::rename((dir + "/mapped/keys.f16le").c_str(), (dir + "/keys.elsewhere").c_str()), 0);
+  ASSERT_EQ(::symlink("../keys.elsewhere", (dir + "/mapped/keys.f16le").c_str()), 0);
+  EXPECT_NE(test::run_command(test::ember_binary() + " map replay --mapped " + dir + "/mapped --model " + base + " -n 2", &out), 0);
+  EXPECT_NE(out.find("keys.f16le: payload.keys: expected a regular file, found a symbolic link"), std::string::npos) << out;
 }
 
 }  // namespace
