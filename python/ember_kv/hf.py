@@ -8,7 +8,7 @@ pairs (2i, 2i+1)), a Hugging Face llama model expects keys in rotate-half order,
 """
 import numpy as np
 
-from .kvc1 import DTYPE_CODES, Kvc1, write_kvc1
+from .kvc1 import DTYPE_CODES, Kvc1, manifest_seal, write_kvc1
 
 
 def ember_to_hf_keys(k, rope_layout):
@@ -73,6 +73,12 @@ def from_hf_layers(layers, state, path, artifact=None, force=False):
             raise ValueError(f"layer arrays: expected [1, kv_heads, seq, head_dim], found {k.shape} {v.shape}")
         tensors.append(hf_to_ember_keys(np.asarray(k[0]), state["rope"]["layout"]).astype(np_dtype))
         tensors.append(np.asarray(v[0]).astype(np_dtype))
+    if "seal" in state:
+        # A full ember manifest: its seal must describe what is written (an edited state, or
+        # payload hashes recomputed by the caller, would otherwise be refused by ember's reader).
+        # An unsigned reseal only: a signature over the old seal cannot be carried over.
+        state = {k: v for k, v in state.items() if k != "signature"}
+        state["seal"] = manifest_seal(state)
     header = {"artifact": artifact or {"kind": "native"}, "format": "ember.kvc1", "state": state}
     assert dtype in DTYPE_CODES
     return write_kvc1(path, header, tensors, force=force)

@@ -42,6 +42,13 @@ def canonical_json(value):
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def manifest_seal(manifest):
+    """The seal of an ember manifest (docs/reliability.md, src/kv/seal.h): SHA-256 of the
+    canonical JSON of the manifest without its "seal" and "signature" members."""
+    body = {k: v for k, v in manifest.items() if k not in ("seal", "signature")}
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
 def _align(x, a):
     return (x + a - 1) // a * a
 

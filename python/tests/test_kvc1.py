@@ -1,6 +1,7 @@
 """KVC1 in Python: round trips, canonical bytes, and each named rejection built by editing a
 valid file (the same rules as src/kv/kvc1.cpp; test_parity.py checks the two agree on files)."""
 import hashlib
+import json
 import os
 import struct
 import tempfile
@@ -131,6 +132,14 @@ class Kvc1Test(unittest.TestCase):
         proc = run_ember("kvc", "verify", bad, check=False)
         self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
         self.assertIn("[tensor-hash-mismatch]", proc.stderr)
+
+    def test_python_seal_equals_embers(self):
+        """kvc1.manifest_seal computes the seal exactly as ember does, on a manifest ember wrote."""
+        seed = os.path.join(SOURCE_DIR, "fuzz", "corpus", "manifest", "ok-stories260k-export.json")
+        m = json.load(open(seed, encoding="utf-8"))
+        self.assertEqual(kvc1.manifest_seal(m), m["seal"])
+        m["resume"]["token"] += 1
+        self.assertNotEqual(kvc1.manifest_seal(m), m["seal"])
 
     def test_layout_matches_docs(self):
         offsets, length = kvc1.layout(100, [160, 160])

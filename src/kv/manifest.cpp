@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kv/seal.h"
 #include "kv/snapshot.h"
 #include "kv/strict_json.h"
 #include "util/error.h"
@@ -68,7 +69,7 @@ uint64_t SnapshotManifest::payload_bytes() const {
          uint64_t(std::max(geometry.positions, 0)) * uint64_t(std::max(geometry.head_dim, 0));
 }
 
-std::string SnapshotManifest::to_json() const { return canonical_json(to_object()); }
+std::string SnapshotManifest::to_json() const { return state_manifest_json(*this, nullptr, "manifest"); }
 
 ordered_json SnapshotManifest::to_object() const {
   ordered_json j;
@@ -265,9 +266,24 @@ StateManifest parse_state_manifest(const std::string& text, const std::string& w
   StateManifest s;
   s.manifest = read_fields(top, where);
   if (format == kMappedFormat) s.mapping = read_provenance(top.object("mapping"));
+  const std::string seal = top.string(kSealKey, 128);
+  if (doc.contains(kSignatureKey)) {
+    top.object(kSignatureKey);  // marks it read, and refuses a non-object by name
+    s.manifest.signature = signature_from_json(doc[kSignatureKey], where);
+  }
   top.done();  // a native manifest with a "mapping" key is refused here
   s.manifest.validate(where);
   if (s.mapping) s.mapping->validate(s.manifest, where);
+  // Last, so that an edit breaking a rule is named by that rule: any other edit (a resume
+  // token, payload entries swapped with their hashes, a mapped cache relabelled native) still
+  // changes the document the seal was computed over.
+  const std::string want = manifest_seal(doc);
+  if (seal != want)
+    fail_field(where, "seal", want + " (SHA-256 of the canonical manifest without seal and signature)", quote(seal));
+  s.manifest.seal = seal;
+  if (s.manifest.signature && !ed25519_verify(*s.manifest.signature, seal_signing_message(seal)))
+    fail_field(where, "signature.value", "a valid Ed25519 signature of the seal by signature.public_key",
+               "an invalid signature (the manifest or the signature was altered)");
   return s;
 }
 
@@ -280,15 +296,44 @@ void require_kind(const StateManifest& s, Accept accept, const std::string& wher
                quote(kSnapshotFormat) + " (a native snapshot: kv replay reads it)");
 }
 
+namespace {
+
+// The document of either kind without seal and signature: what the seal is computed over.
+ordered_json state_object(const SnapshotManifest& m, const MappedProvenance* mapping) {
+  ordered_json j = m.to_object();
+  if (mapping) {
+    j["format"] = kMappedFormat;
+    j["mapping"] = mapping->to_json();
+  }
+  return j;
+}
+
+}  // namespace
+
 std::string state_manifest_json(const SnapshotManifest& m, const MappedProvenance* mapping,
                                 const std::string& where) {
   m.validate(where);
-  if (!mapping) return m.to_json();
-  mapping->validate(m, where);
-  ordered_json j = m.to_object();
-  j["format"] = kMappedFormat;
-  j["mapping"] = mapping->to_json();
+  if (mapping) mapping->validate(m, where);
+  ordered_json j = state_object(m, mapping);
+  const std::string seal = manifest_seal(nlohmann::json(j));
+  j[kSealKey] = seal;
+  if (m.signature) {
+    // A signature made before the manifest changed would be refused by every reader; refuse
+    // it here, before anything is written.
+    if (!ed25519_verify(*m.signature, seal_signing_message(seal)))
+      fail_field(where, "signature", "a signature of this manifest's seal " + seal, "a signature of another manifest");
+    j[kSignatureKey] = signature_to_json(*m.signature);
+  }
   return canonical_json(j);
+}
+
+std::string state_seal(const SnapshotManifest& m, const MappedProvenance* mapping) {
+  return manifest_seal(nlohmann::json(state_object(m, mapping)));
+}
+
+void sign_manifest(SnapshotManifest& m, const MappedProvenance* mapping, const std::string& private_key_pem) {
+  m.signature = ed25519_sign(private_key_pem, seal_signing_message(state_seal(m, mapping)));
+  m.seal = state_seal(m, mapping);
 }
 
 ordered_json MappedProvenance::to_json() const {

@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/kv_cache.h"
+#include "util/ed25519.h"
 #include "util/byte_io.h"
 #include "util/sha256.h"
 
@@ -135,11 +136,18 @@ struct SnapshotManifest {
   ResumeInfo resume;
   PayloadEntry keys{kKeysFile, 0, {}};
   PayloadEntry values{kValuesFile, 0, {}};
+  // The content identity (kv/seal.h): filled by the parser (checked against the document) and
+  // by the writer; never an input of the seal itself. Printed by export, pinned by --expect.
+  std::string seal;
+  // Optional Ed25519 signature over the seal (sign_manifest); checked whenever present.
+  std::optional<Ed25519Signature> signature;
 
   // Canonical JSON: fixed key order, 2-space indent, integer arrays on one line, a final
-  // newline. The same manifest gives the same bytes every time.
+  // newline, ending with "seal" (and "signature" when signed). The same manifest gives the
+  // same bytes every time.
   std::string to_json() const;
-  // The same document before printing (state_manifest_json extends it for a mapped cache).
+  // The document without "seal" and "signature" (state_manifest_json extends it for a mapped
+  // cache); the seal is computed over it.
   nlohmann::ordered_json to_object() const;
   // Strict parse: rejects malformed JSON, duplicated keys (at any depth), unknown or missing
   // keys, wrong types, out-of-range values and internal inconsistency (validate()). `where`
@@ -201,6 +209,12 @@ struct StateManifest {
 // for a mapped one. Validates both first (Error naming `where`).
 std::string state_manifest_json(const SnapshotManifest& m, const MappedProvenance* mapping,
                                 const std::string& where);
+// The seal of a manifest of either kind (kv/seal.h: SHA-256 of the canonical document without
+// seal and signature). It covers every field, the provenance and the payload hashes.
+std::string state_seal(const SnapshotManifest& m, const MappedProvenance* mapping);
+// Signs the seal with the Ed25519 private key in `private_key_pem` and stores the signature in
+// m (the manifest must be complete: sealed over its cache, provenance final).
+void sign_manifest(SnapshotManifest& m, const MappedProvenance* mapping, const std::string& private_key_pem);
 // The strict parse of either kind: every SnapshotManifest::from_json rule, plus for
 // "ember.kv-mapped" a "mapping" object read as strictly (unknown, missing, duplicated and
 // mistyped keys refused) and MappedProvenance::validate. A native manifest with a "mapping"

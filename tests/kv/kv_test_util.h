@@ -2,10 +2,13 @@
 // Hand-built snapshots for the format tests (no model needed).
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 
+#include "kv/seal.h"
 #include "kv/snapshot.h"
+#include "kv/strict_json.h"
 #include "util/f16.h"
 #include "util/sha256.h"
 
@@ -61,6 +64,20 @@ inline std::string slurp(const std::string& path) {
 inline void spit(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+// Edits DIR/manifest.json as JSON (key order kept) and writes it back in ember's layout. With
+// reseal (the default) the "seal" member is recomputed over the edited document, so that only
+// the rule the edit breaks can be what a reader refuses; reseal = false leaves the old seal, as
+// a naive editor would.
+inline void edit_manifest(const std::string& dir, const std::function<void(kv::ordered_json&)>& fn,
+                          bool reseal = true) {
+  const std::string path = dir + "/manifest.json";
+  std::ifstream in(path, std::ios::binary);
+  kv::ordered_json j = kv::ordered_json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  fn(j);
+  if (reseal && j.contains(kv::kSealKey)) j[kv::kSealKey] = kv::manifest_seal(nlohmann::json(j));
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << kv::canonical_json(j);
 }
 
 }  // namespace ember::test

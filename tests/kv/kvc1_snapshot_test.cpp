@@ -78,12 +78,18 @@ TEST(Kvc1Snapshot, StateLevelRejectionsAreNamed) {
   const Snapshot s = test::make_snapshot(2, 2, 4, 5);
   write_snapshot_kvc1(s, dir + "/a.kvc", false);
   const std::string ok = test::slurp(dir + "/a.kvc");
-  auto edited = [&](const std::string& from, const std::string& to, const char* name) {
+  // Replaces `from` by `to` (and, when given, the state's seal by the one the edit implies,
+  // so that the seal is not what refuses it), then fixes the trailer.
+  auto edited = [&](const std::string& from, const std::string& to, const char* name,
+                    const std::string& reseal_from = "", const std::string& reseal_to = "") {
     std::string b = ok;
-    const size_t at = b.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    EXPECT_EQ(from.size(), to.size());
-    b.replace(at, from.size(), to);
+    for (const auto& [f, t] : {std::pair{from, to}, std::pair{reseal_from, reseal_to}}) {
+      if (f.empty()) continue;
+      const size_t at = b.find(f);
+      EXPECT_NE(at, std::string::npos) << f;
+      EXPECT_EQ(f.size(), t.size());
+      b.replace(at, f.size(), t);
+    }
     fix_trailer(b);
     const std::string p = dir + "/" + name;
     test::spit(p, b);
@@ -93,7 +99,12 @@ TEST(Kvc1Snapshot, StateLevelRejectionsAreNamed) {
   const std::string kh = s.manifest.keys.sha256;
   std::string other = kh;
   other[0] = other[0] == '0' ? '1' : '0';
-  EXPECT_EQ(reject_code(edited(kh, other, "h.kvc")), Kvc1Reject::state_hash_mismatch);
+  SnapshotManifest m2 = s.manifest;
+  m2.keys.sha256 = other;
+  EXPECT_EQ(reject_code(edited(kh, other, "h.kvc", state_seal(s.manifest, nullptr), state_seal(m2, nullptr))),
+            Kvc1Reject::state_hash_mismatch);
+  // The same edit without the seal recomputed is a manifest edit, refused by the seal.
+  EXPECT_EQ(reject_code(edited(kh, other, "unsealed.kvc")), Kvc1Reject::bad_header);
   // Issue 12, defect 11: `kvc inspect` printed the table of such a file and exited 0. It still
   // prints the table (it is what a user inspects), then exits 1 naming the mismatch.
   std::string out;

@@ -49,13 +49,6 @@ void expect_rejected(const std::string& dir, const std::string& needle) {
   EXPECT_NE(r.find(needle), std::string::npos) << "read: " << r;
 }
 
-void edit_manifest(const std::string& dir, const std::function<void(kv::ordered_json&)>& fn) {
-  const std::string path = dir + "/manifest.json";
-  kv::ordered_json j = kv::ordered_json::parse(slurp(path));
-  fn(j);
-  spit(path, kv::canonical_json(j));
-}
-
 TEST(SnapshotManifest, CanonicalJsonIsStableAndRoundTrips) {
   const Snapshot s = make_snapshot(2, 2, 4, 5);
   const std::string a = s.manifest.to_json();

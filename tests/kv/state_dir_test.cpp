@@ -61,13 +61,6 @@ std::string write_mapped(const std::string& tag) {
   return dir;
 }
 
-void edit_manifest(const std::string& dir, const std::function<void(kv::ordered_json&)>& fn) {
-  const std::string path = dir + "/manifest.json";
-  kv::ordered_json j = kv::ordered_json::parse(slurp(path));
-  fn(j);
-  spit(path, kv::canonical_json(j));
-}
-
 // Writes `bits` at one value of a payload file and re-hashes the manifest entry, so that only
 // the finiteness rule can refuse the result.
 void poison(const std::string& dir, kv::Payload p, size_t index, uint16_t bits) {
@@ -217,11 +210,16 @@ TEST(StateDir, MappedCacheRoundTripsAndItsManifestIsCanonical) {
         for (int d = 0; d < kD; ++d) ASSERT_EQ(got.cache.k_row(l, h, p)[d], want.cache.k_row(l, h, p)[d]);
   const std::string text = slurp(dir + "/manifest.json");
   EXPECT_EQ(text, kv::state_manifest_json(got.manifest, &got.mapping, "test"));
-  // The native manifest's canonical bytes with format replaced, then "mapping" last.
+  // The native manifest's canonical bytes with format replaced, then "mapping", then the seal
+  // of the whole (kv/seal.h) last.
   std::string native = got.manifest.to_json();
   native.replace(native.find("\"ember.kv-snapshot\""), 19, "\"ember.kv-mapped\"");
-  native.resize(native.size() - 3);  // "\n}\n"
+  native.resize(native.rfind(",\n  \"seal\""));
   EXPECT_EQ(text.rfind(native + ",\n  \"mapping\": {\n    \"kind\": \"ridge\",", 0), 0u) << text;
+  const std::string seal = kv::state_seal(got.manifest, &got.mapping);
+  EXPECT_EQ(got.manifest.seal, seal);
+  const std::string tail = ",\n  \"seal\": \"" + seal + "\"\n}\n";
+  EXPECT_EQ(text.substr(text.size() - tail.size()), tail) << text;
   // Payload bytes are exactly what a native snapshot of the same cache holds.
   kv::Snapshot s{want.manifest, want.cache.copy()};
   kv::seal(s);
