@@ -34,6 +34,9 @@ struct RunArgs {
 };
 
 void run(const RunArgs& a) {
+  if (!a.dump_logits.empty())
+    for (const std::string& out : {a.dump_logits, a.dump_logits + ".tokens"})
+      refuse_output_is_input(out, {a.model, a.tokenizer, a.pack});
   auto model = model::Model::load(a.model);
   const model::ModelConfig& cfg = model->config();
   std::unique_ptr<tok::Tokenizer> tokenizer;
