@@ -14,6 +14,7 @@
 #include "util/atomic_file.h"
 #include "util/byte_io.h"
 #include "util/error.h"
+#include "util/open_file.h"
 #include "util/sha256.h"
 
 namespace ember::kv {
@@ -49,13 +50,15 @@ void write_payload(const model::KvCache& c, bool keys, ByteSink& out) {
 
 // Opens a payload file without following links and checks it is a regular file of `bytes`.
 int open_payload(const std::string& path, const std::string& field, uint64_t bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (issue 12, defect 2).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     fail_field(path, field, "a regular file", errno == ENOENT ? "missing" : std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const std::string found = ::fstat(fd, &st) == 0 ? describe_file_type(st.st_mode) : "something else";
     ::close(fd);
-    fail_field(path, field, "a regular file", "something else");
+    fail_field(path, field, "a regular file", found);
   }
   if (uint64_t(st.st_size) != bytes) {
     ::close(fd);
