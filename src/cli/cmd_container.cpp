@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "kv/kvc1.h"
 #include "kv/kvc1_snapshot.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace ember::cli {
@@ -45,11 +46,13 @@ nlohmann::json describe(const kv::Kvc1File& f) {
 }
 
 void run_pack(const KvcArgs& a) {
+  refuse_output_is_input(a.out, {a.in});
   const Digest d = kv::pack_snapshot_dir(a.in, a.out, a.force);
   std::printf("packed %s -> %s (trailer sha256 %s)\n", a.in.c_str(), a.out.c_str(), to_hex(d).c_str());
 }
 
 void run_unpack(const KvcArgs& a) {
+  refuse_output_is_input(a.out, {a.in});
   kv::unpack_kvc1(a.in, a.out, a.force);
   std::printf("unpacked %s -> %s\n", a.in.c_str(), a.out.c_str());
 }

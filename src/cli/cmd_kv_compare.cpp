@@ -82,8 +82,9 @@ void run_compare(const CompareArgs& a) {
   if (!a.model.empty() && (a.steps < 1 || a.steps > 4096)) {
     fail_field("kv compare", "--steps", "1..4096", std::to_string(a.steps));
   }
-  // Refuse to clobber outputs before doing any work.
+  // Refuse to clobber outputs (inputs even with --force) before doing any work.
   for (const std::string& out : {a.json_out, a.report}) {
+    refuse_output_is_input(out, {a.left, a.right, a.perturb, a.model, a.tokenizer});
     if (!out.empty() && !a.force && path_exists(out)) {
       fail_field("kv compare", "output", "a path that does not exist (or --force)", out);
     }
@@ -140,6 +141,7 @@ void run_perturb(const PerturbArgs& a) {
   spec.part = kv::parse_perturb_part(a.part);
   spec.zero = a.zero;
   if (scaled) spec.scale_bits = f32_to_bits(a.scale);
+  refuse_output_is_input(a.receipt, {a.snapshot});
   if (!a.force && path_exists(a.receipt)) {
     fail_field("kv perturb", "--receipt", "a path that does not exist (or --force)", a.receipt);
   }

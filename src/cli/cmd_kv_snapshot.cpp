@@ -118,6 +118,8 @@ void add_export(CLI::App& kv) {
                 "also write the boundary logits (f32 [vocab], not part of the snapshot) to FILE");
   c->add_flag("--force", o->force, "replace an existing snapshot / logits file");
   c->callback([o] {
+    for (const std::string& out : {o->output, o->boundary})
+      refuse_output_is_input(out, {o->m.model, o->m.tokenizer, o->p.file});
     const Loaded l = load(o->m);
     const std::vector<int32_t> prefix = prompt_tokens(o->p, l);
     kv::ExportResult r = kv::export_prefix(*l.engine, l.tokenizer->identity(), prefix, kProducer);
@@ -173,6 +175,7 @@ void add_replay(CLI::App& kv) {
   c->add_flag("--ignore-eos", o->ignore_eos, "do not stop at end-of-generation tokens");
   c->add_flag("--force", o->force, "replace an existing --logits-out file");
   c->callback([o] {
+    refuse_output_is_input(o->logits_out, {o->snapshot, o->m.model, o->m.tokenizer});
     // The snapshot is verified in full before the model is even loaded.
     const kv::Snapshot s = kv::load_state(o->snapshot);
     const Loaded l = load(o->m);

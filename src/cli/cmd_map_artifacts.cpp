@@ -132,6 +132,7 @@ void add_collect(CLI::App& m) {
   c->add_option("--output", o->output, "Calibration directory")->required();
   c->add_flag("--force", o->force, "Replace an existing output");
   c->callback([o] {
+    refuse_output_is_input(o->output, {o->source, o->target, o->prompts});
     const auto [nc, ne] = map::parse_split_counts(o->split, "map collect");
     const Loaded s = load(o->source), t = load(o->target);
     require_same_tokenizer(s, t, "map collect");
@@ -173,6 +174,8 @@ void add_fit(CLI::App& m) {
   c->add_option("--receipt", o->receipt, "Bridge receipt path (default: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace an existing output");
   c->callback([o] {
+    for (const std::string& out : {o->output, receipt_path_for(o->output, o->receipt)})
+      refuse_output_is_input(out, {o->calibration});
     const map::CalibrationSet set = map::CalibrationSet::read(o->calibration);
     map::MapperOptions mo;
     mo.kind = map::parse_mapper_kind(o->kind, "map fit");
@@ -241,6 +244,8 @@ void add_apply(CLI::App& m) {
   c->add_flag("--force", o->force, "Replace an existing output");
   c->callback([o] {
     const std::string where = "map apply";
+    for (const std::string& out : {o->output, receipt_path_for(o->output, o->receipt)})
+      refuse_output_is_input(out, {o->mapper, o->snapshot, o->target});
     const map::Mapper mp = map::Mapper::read(o->mapper);
     const kv::Snapshot src = kv::load_state(o->snapshot);
     if (src.manifest.model.identity != mp.source.identity)
@@ -337,6 +342,8 @@ void add_hybrid(CLI::App& m) {
   c->add_flag("--force", o->force, "Replace existing outputs");
   c->callback([o] {
     const std::string where = "map hybrid";
+    for (const std::string& out : {o->output, o->json, o->receipt})
+      refuse_output_is_input(out, {o->source, o->target, o->mapper});
     const Loaded s = load(o->source), t = load(o->target);
     require_same_tokenizer(s, t, where);
     const map::SharedLayers shared = map::shared_layers(s.model->file(), s.model->config(), t.model->file(), t.model->config());

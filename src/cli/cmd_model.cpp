@@ -8,6 +8,7 @@
 #include "gguf/identity.h"
 #include "gguf/summary.h"
 #include "gguf/synth.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace ember::cli {
@@ -55,6 +56,7 @@ void register_quantize(CLI::App& model) {
   cmd->add_option("--type", a->type, "q8_0 | q4_0 | q4_k | q6_k")->required();
   cmd->add_flag("--force", a->force, "Overwrite OUT if it exists");
   cmd->callback([a] {
+    refuse_output_is_input(a->out, {a->in});
     const gguf::TensorType target = parse_target(a->type, false);
     const gguf::GgufFile in = gguf::GgufFile::open(a->in);
     const auto report = gguf::convert_model(in, target, a->out, a->force);

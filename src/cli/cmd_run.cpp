@@ -36,6 +36,9 @@ struct RunArgs {
 };
 
 void run(const RunArgs& a) {
+  if (!a.dump_logits.empty())
+    for (const std::string& out : {a.dump_logits, a.dump_logits + ".tokens"})
+      refuse_output_is_input(out, {a.model, a.tokenizer, a.pack});
   LoadedModel loaded = load_model({a.model, a.tokenizer, ""}, TokenizerNeed::optional);
   const std::shared_ptr<const model::Model> model = std::move(loaded.model);
   const model::ModelConfig& cfg = model->config();

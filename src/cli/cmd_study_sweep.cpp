@@ -39,6 +39,8 @@ void register_sweep_command(CLI::App& study) {
     opts.n_calib = n_calib;
     opts.n_eval = n_eval;
     for (const std::string* p : {json_path.get(), html_path.get()})
+      refuse_output_is_input(*p, {o->source_path, o->target_path, o->prompts_path});
+    for (const std::string* p : {json_path.get(), html_path.get()})
       if (!p->empty() && !*force && path_exists(*p))
         fail(*p, "already exists; refusing to overwrite it (pass --force to replace it)");
     const map::SweepResult r = map::run_sweep(opts);

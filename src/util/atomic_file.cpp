@@ -2,6 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "util/error.h"
 #include "util/open_file.h"
@@ -16,7 +21,13 @@
 namespace ember {
 namespace {
 
+namespace fs = std::filesystem;
+
 std::atomic<unsigned> g_temp_counter{0};
+std::atomic<bool> g_renameat2_disabled{false};
+std::atomic<uint64_t> g_no_replace{0}, g_exchange{0}, g_fallback{0};
+
+std::string err() { return std::strerror(errno); }
 
 std::string parent_of(const std::string& path) {
   const auto slash = path.find_last_of('/');
@@ -30,22 +41,44 @@ std::string base_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+std::string strip_trailing_slashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+std::string temp_prefix(const std::string& final_path) { return "." + base_of(final_path) + ".tmp-"; }
+
 std::string temp_sibling(const std::string& final_path) {
-  std::string parent = parent_of(final_path);
-  std::string base = base_of(final_path);
+  const std::string base = base_of(final_path);
   if (base.empty() || base == "." || base == "..")
     fail_field(final_path, "output path", "a file or directory name", "'" + base + "'");
-  return (parent == "." && final_path.find('/') == std::string::npos ? std::string() : parent + "/") +
-         "." + base + ".tmp-" + std::to_string(::getpid()) + "-" +
+  const std::string dir = final_path.find('/') == std::string::npos ? std::string() : parent_of(final_path) + "/";
+  return dir + temp_prefix(final_path) + std::to_string(::getpid()) + "-" +
          std::to_string(g_temp_counter.fetch_add(1));
 }
 
-void fsync_path(const std::string& path, bool directory) {
+// The pid in "<prefix><pid>-<n>", or -1 when `name` is not exactly of that form.
+pid_t temp_owner(const std::string& name, const std::string& prefix) {
+  if (name.compare(0, prefix.size(), prefix) != 0) return -1;
+  const std::string rest = name.substr(prefix.size());
+  const auto dash = rest.find('-');
+  if (dash == 0 || dash == std::string::npos || dash + 1 == rest.size() || dash > 9) return -1;
+  for (size_t i = 0; i < rest.size(); ++i)
+    if (i != dash && (rest[i] < '0' || rest[i] > '9')) return -1;
+  return pid_t(std::stol(rest.substr(0, dash)));
+}
+
+// "a regular file", "a directory", "a FIFO", ... for messages.
+std::string kind_of(unsigned mode) { return S_ISREG(mode) ? "a regular file" : describe_file_type(mode); }
+
+bool pid_is_dead(pid_t pid) { return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+void fsync_path(const std::string& path, bool directory, const std::string& shown) {
   const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) fail(path, std::string("cannot open to sync: ") + std::strerror(errno));
+  if (fd < 0) fail(shown, "cannot open to sync: " + err());
   const int rc = ::fsync(fd);
   ::close(fd);
-  if (rc != 0) fail(path, std::string("fsync failed: ") + std::strerror(errno));
+  if (rc != 0) fail(shown, "fsync failed: " + err());
 }
 
 void refuse_existing(const std::string& path, bool force) {
@@ -53,11 +86,119 @@ void refuse_existing(const std::string& path, bool force) {
     fail(path, "already exists; refusing to overwrite it (pass --force to replace it)");
 }
 
+// mkdir -p of the parent of `path` (mode 0755), each new directory fsync'ed into its own
+// parent. Errors name `shown` (the user's output) and the parent that could not be made.
+void make_parents(const std::string& path, const std::string& shown) {
+  const std::string parent = parent_of(path);
+  struct stat st {};
+  if (::stat(parent.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode))
+      fail(shown, "parent '" + parent + "' is not a directory (it is " + kind_of(st.st_mode) + ")");
+    return;
+  }
+  if (errno != ENOENT && errno != ENOTDIR) fail(shown, "cannot reach parent directory '" + parent + "': " + err());
+  make_parents(parent, shown);
+  if (::mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST)
+    fail(shown, "cannot create parent directory '" + parent + "': " + err());
+  fsync_path(parent_of(parent), true, shown);
+}
+
+// Forced replacement needs the same kind of thing at the path: a directory for a directory,
+// a non-directory for a file (an existing symlink is itself replaced, never followed).
+void refuse_other_kind(const std::string& path, bool directory) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;
+  if (S_ISDIR(st.st_mode) != directory)
+    fail(path, "exists and is " + kind_of(st.st_mode) + "; --force replaces only " +
+                   (directory ? "a directory" : "a file"));
+}
+
+int rename_flags(const std::string& from, const std::string& to, unsigned flags) {
+  if (g_renameat2_disabled) {
+    errno = EINVAL;
+    return -1;
+  }
+  return ::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), flags);
+}
+
+bool unsupported(int e) { return e == EINVAL || e == ENOSYS || e == ENOTSUP; }
+
+void remove_tree(const std::string& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+}
+
+[[noreturn]] void fail_exists(const std::string& shown) {
+  fail(shown, "already exists; refusing to overwrite it (pass --force to replace it)");
+}
+
+// The fallbacks where renameat2 flags are not supported (see the header).
+void publish_fallback(const std::string& temp, const std::string& final, const std::string& shown, bool force,
+                      bool directory) {
+  ++g_fallback;
+  if (!directory) {
+    if (force) {
+      if (::rename(temp.c_str(), final.c_str()) != 0) fail(shown, "rename failed: " + err());
+      return;
+    }
+    if (::link(temp.c_str(), final.c_str()) != 0) {
+      if (errno == EEXIST) fail_exists(shown);
+      fail(shown, "link failed: " + err());
+    }
+    ::unlink(temp.c_str());
+    return;
+  }
+  std::string aside;
+  if (path_exists(final)) {
+    if (!force) fail_exists(shown);
+    aside = temp_sibling(final);
+    if (::rename(final.c_str(), aside.c_str()) != 0) fail(shown, "cannot move the existing one aside: " + err());
+  }
+  if (::rename(temp.c_str(), final.c_str()) != 0) {
+    if (errno == EEXIST || errno == ENOTEMPTY) fail_exists(shown);
+    fail(shown, "rename failed: " + err());
+  }
+  if (!aside.empty()) remove_tree(aside);
+}
+
+// Moves `temp` to `final` without ever replacing anything, or with force by exchange.
+void publish(const std::string& temp, const std::string& final, const std::string& shown, bool force,
+             bool directory) {
+  if (force) refuse_other_kind(final, directory);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    if (!force || !path_exists(final)) {
+      if (rename_flags(temp, final, RENAME_NOREPLACE) == 0) {
+        ++g_no_replace;
+        return;
+      }
+      if (unsupported(errno)) return publish_fallback(temp, final, shown, force, directory);
+      if (errno != EEXIST) fail(shown, "rename failed: " + err());
+      if (!force) fail_exists(shown);
+      refuse_other_kind(final, directory);
+    }
+    if (rename_flags(temp, final, RENAME_EXCHANGE) == 0) {
+      ++g_exchange;
+      // The old artifact now sits under the temporary name; a kill here leaves it to the
+      // next write's sweep (this process's pid is dead by then), the new one at the path.
+      if (directory) {
+        remove_tree(temp);
+      } else {
+        ::unlink(temp.c_str());
+      }
+      return;
+    }
+    if (unsupported(errno)) return publish_fallback(temp, final, shown, force, directory);
+    if (errno != ENOENT) fail(shown, "exchange failed: " + err());
+    // The existing one vanished between the check and the exchange: publish afresh.
+  }
+  fail(shown, "the path kept changing while publishing; giving up");
+}
+
 }  // namespace
 
 class AtomicFile::FdSink final : public ByteSink {
  public:
-  FdSink(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  FdSink(int fd, std::string shown) : fd_(fd), shown_(std::move(shown)) {}
   ~FdSink() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -68,7 +209,7 @@ class AtomicFile::FdSink final : public ByteSink {
       const ssize_t w = ::write(fd_, p, left);
       if (w < 0) {
         if (errno == EINTR) continue;
-        fail(path_, std::string("write failed: ") + std::strerror(errno));
+        fail(shown_, "write failed: " + err());
       }
       p += w;
       left -= size_t(w);
@@ -76,88 +217,101 @@ class AtomicFile::FdSink final : public ByteSink {
     n_bytes_ += n;
   }
   using ByteSink::write;
-  void sync_and_close() {
-    if (::fsync(fd_) != 0) fail(path_, std::string("fsync failed: ") + std::strerror(errno));
-    if (::close(fd_) != 0) {
-      fd_ = -1;
-      fail(path_, std::string("close failed: ") + std::strerror(errno));
-    }
+  void sync() {
+    if (::fsync(fd_) != 0) fail(shown_, "fsync failed: " + err());
+  }
+  // Closing releases the lock: only once the temporary name is gone (published or removed).
+  void close() {
+    const int fd = fd_;
     fd_ = -1;
+    if (::close(fd) != 0) fail(shown_, "close failed: " + err());
   }
 
  private:
   int fd_;
-  std::string path_;
+  std::string shown_;
 };
 
 AtomicFile::AtomicFile(std::string final_path, bool force)
-    : final_path_(std::move(final_path)), temp_path_(temp_sibling(final_path_)), force_(force) {
+    : final_path_(std::move(final_path)), shown_path_(final_path_), force_(force) {
+  temp_path_ = temp_sibling(final_path_);
+  make_parents(final_path_, final_path_);
+  remove_stale_temporaries(final_path_);
   refuse_existing(final_path_, force_);
+  if (force_) refuse_other_kind(final_path_, /*directory=*/false);
+  open_temporary();
+}
+
+AtomicFile::AtomicFile(std::string final_path, std::string shown_path)
+    : final_path_(std::move(final_path)), shown_path_(std::move(shown_path)) {
+  temp_path_ = temp_sibling(final_path_);
+  if (path_exists(final_path_)) fail(shown_path_, "already written in this directory");
+  open_temporary();
+}
+
+void AtomicFile::open_temporary() {
   const int fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) fail(temp_path_, std::string("cannot create: ") + std::strerror(errno));
-  sink_ = std::make_unique<FdSink>(fd, temp_path_);
+  if (fd < 0) fail(shown_path_, "cannot create a temporary beside it: " + err());
+  sink_ = std::make_unique<FdSink>(fd, shown_path_);
+  if (::flock(fd, LOCK_EX) != 0) {
+    ::unlink(temp_path_.c_str());
+    fail(shown_path_, "cannot lock its temporary: " + err());
+  }
 }
 
 AtomicFile::~AtomicFile() {
-  if (!committed_) {
-    sink_.reset();
-    ::unlink(temp_path_.c_str());
-  }
+  if (!committed_) ::unlink(temp_path_.c_str());  // still locked: no sweeper races the unlink
+  sink_.reset();
 }
 
 ByteSink& AtomicFile::sink() { return *sink_; }
 
 void AtomicFile::commit() {
   EMBER_CHECK(!committed_);
-  sink_->sync_and_close();
-  refuse_existing(final_path_, force_);
-  if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0)
-    fail(final_path_, std::string("rename failed: ") + std::strerror(errno));
+  sink_->sync();
+  publish(temp_path_, final_path_, shown_path_, force_, /*directory=*/false);
   committed_ = true;
-  fsync_path(parent_of(final_path_), true);
+  sink_->close();
+  fsync_path(parent_of(final_path_), true, shown_path_);
 }
 
 AtomicDirectory::AtomicDirectory(std::string final_path, bool force)
-    : final_path_(std::move(final_path)), temp_path_(temp_sibling(final_path_)), force_(force) {
-  while (final_path_.size() > 1 && final_path_.back() == '/') final_path_.pop_back();
+    : final_path_(strip_trailing_slashes(std::move(final_path))), force_(force) {
   temp_path_ = temp_sibling(final_path_);
+  make_parents(final_path_, final_path_);
+  remove_stale_temporaries(final_path_);
   refuse_existing(final_path_, force_);
-  if (::mkdir(temp_path_.c_str(), 0755) != 0)
-    fail(temp_path_, std::string("cannot create directory: ") + std::strerror(errno));
+  if (force_) refuse_other_kind(final_path_, /*directory=*/true);
+  if (::mkdir(temp_path_.c_str(), 0755) != 0) fail(final_path_, "cannot create a temporary beside it: " + err());
+  lock_fd_ = ::open(temp_path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX) != 0) {
+    const std::string why = err();
+    if (lock_fd_ >= 0) ::close(lock_fd_);
+    ::rmdir(temp_path_.c_str());
+    fail(final_path_, "cannot lock its temporary: " + why);
+  }
 }
 
 AtomicDirectory::~AtomicDirectory() {
-  if (!committed_) {
-    std::error_code ec;
-    std::filesystem::remove_all(temp_path_, ec);
-  }
+  if (!committed_) remove_tree(temp_path_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 std::unique_ptr<AtomicFile> AtomicDirectory::create(const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
-    fail_field(temp_path_, "file name", "a plain file name", "'" + name + "'");
+    fail_field(final_path_, "file name", "a plain file name", "'" + name + "'");
   // The file's own rename happens inside the temporary directory, which is invisible.
-  return std::make_unique<AtomicFile>(temp_path_ + "/" + name, false);
+  return std::unique_ptr<AtomicFile>(new AtomicFile(temp_path_ + "/" + name, final_path_ + "/" + name));
 }
 
 void AtomicDirectory::commit() {
   EMBER_CHECK(!committed_);
-  fsync_path(temp_path_, true);
-  std::string aside;
-  if (path_exists(final_path_)) {
-    if (!force_) refuse_existing(final_path_, false);
-    aside = temp_sibling(final_path_) + ".old";
-    if (::rename(final_path_.c_str(), aside.c_str()) != 0)
-      fail(final_path_, std::string("cannot move existing aside: ") + std::strerror(errno));
-  }
-  if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0)
-    fail(final_path_, std::string("rename failed: ") + std::strerror(errno));
+  fsync_path(temp_path_, true, final_path_);
+  publish(temp_path_, final_path_, final_path_, force_, /*directory=*/true);
   committed_ = true;
-  fsync_path(parent_of(final_path_), true);
-  if (!aside.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(aside, ec);
-  }
+  ::close(lock_fd_);
+  lock_fd_ = -1;
+  fsync_path(parent_of(final_path_), true, final_path_);
 }
 
 void write_file_atomic(const std::string& path, std::string_view contents, bool force) {
@@ -195,17 +349,73 @@ bool path_exists(const std::string& path) {
 }
 
 void remove_stale_temporaries(const std::string& final_path) {
-  const std::string parent = parent_of(final_path);
-  const std::string prefix = "." + base_of(final_path) + ".tmp-";
-  DIR* d = ::opendir(parent.c_str());
-  if (!d) return;
-  while (dirent* e = ::readdir(d)) {
-    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) {
-      std::error_code ec;
-      std::filesystem::remove_all(parent + "/" + e->d_name, ec);
+  const std::string path = strip_trailing_slashes(final_path);
+  const std::string parent = parent_of(path), prefix = temp_prefix(path);
+  std::vector<std::pair<std::string, pid_t>> candidates;
+  if (DIR* d = ::opendir(parent.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const pid_t pid = temp_owner(e->d_name, prefix);
+      if (pid > 0) candidates.emplace_back(parent + "/" + e->d_name, pid);
+    }
+    ::closedir(d);
+  }
+  for (const auto& [temp, pid] : candidates) {
+    struct stat st {};
+    if (::lstat(temp.c_str(), &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) continue;
+    const bool dir = S_ISDIR(st.st_mode);
+    const int fd = ::open(temp.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (dir ? O_DIRECTORY : 0));
+    if (fd < 0) continue;
+    struct stat held {};
+    // Lock free, still the same object under that name, and its writer gone: stale.
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &held) == 0 && held.st_dev == st.st_dev &&
+        held.st_ino == st.st_ino && pid_is_dead(pid)) {
+      if (dir) {
+        remove_tree(temp);
+      } else {
+        ::unlink(temp.c_str());
+      }
+    }
+    ::close(fd);
+  }
+}
+
+namespace {
+// Whether canonical path `p` lies strictly below canonical directory `dir`.
+bool is_below(const std::string& p, const std::string& dir) {
+  return p.size() > dir.size() && p.compare(0, dir.size(), dir) == 0 && (dir == "/" || p[dir.size()] == '/');
+}
+}  // namespace
+
+void refuse_output_is_input(const std::string& output, const std::vector<std::string>& inputs) {
+  if (output.empty()) return;
+  std::error_code ec;
+  const fs::path out_canon = fs::weakly_canonical(strip_trailing_slashes(output), ec);
+  const bool out_canon_ok = !ec;
+  struct stat os {};
+  const bool out_exists = ::stat(output.c_str(), &os) == 0;
+  for (const std::string& in : inputs) {
+    if (in.empty()) continue;
+    struct stat is {};
+    bool same = out_exists && ::stat(in.c_str(), &is) == 0 && os.st_dev == is.st_dev && os.st_ino == is.st_ino;
+    const fs::path in_canon = fs::weakly_canonical(strip_trailing_slashes(in), ec);
+    if (!same && out_canon_ok && !ec) same = in_canon == out_canon;
+    if (same)
+      fail(output, "is the input '" + in + "' itself; refusing to write an output over an input (even with --force)");
+    if (out_canon_ok && !ec) {
+      const std::string o = out_canon.string(), i = in_canon.string();
+      if (is_below(i, o))
+        fail(output, "contains the input '" + in +
+                         "'; refusing to replace a directory that holds an input (even with --force)");
+      if (is_below(o, i) && fs::is_directory(in_canon, ec))
+        fail(output, "is inside the input directory '" + in + "'; refusing to write into an input");
     }
   }
-  ::closedir(d);
 }
+
+AtomicPublishCounts atomic_publish_counts() {
+  return AtomicPublishCounts{g_no_replace.load(), g_exchange.load(), g_fallback.load()};
+}
+
+void atomic_set_renameat2_disabled_for_testing(bool disabled) { g_renameat2_disabled = disabled; }
 
 }  // namespace ember

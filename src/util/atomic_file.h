@@ -1,18 +1,42 @@
 #pragma once
 // Atomic writes: nothing half-written is ever visible under the final name, and nothing
-// existing is overwritten unless the caller passes force. Data goes to a temporary sibling
-// (".<name>.tmp-<pid>-<n>"), is fsync'ed, then renamed into place and the parent directory
-// fsync'ed. A kill -9 at any moment leaves either the old state or the complete new one
-// (plus, at worst, a hidden temporary that the next write of the same name removes).
+// existing is replaced unless the caller passes force.
+//
+// How: data goes to a temporary sibling ".<name>.tmp-<pid>-<n>" (missing parent directories
+// of the output are created first, mode 0755), is fsync'ed, then published and the parent
+// directory fsync'ed.
+//  - Without force, publishing is renameat2(RENAME_NOREPLACE): if anything appeared at the
+//    path meanwhile (another writer won a race), the commit fails with "already exists" and
+//    the existing artifact is left untouched. Two concurrent writers of one path give exactly
+//    one complete artifact and one error.
+//  - With force, an existing artifact is swapped with the new one in one step
+//    (renameat2(RENAME_EXCHANGE)); the old one, now under the temporary name, is removed
+//    after. A kill -9 at any moment leaves the old or the new artifact at the path, never
+//    nothing; at worst the old one survives under a temporary name until the next write.
+//  - Fallback, where the file system lacks renameat2 flags (EINVAL/ENOSYS): a file is
+//    published with link()+unlink() (link refuses an existing path) or, forced, rename()
+//    (which replaces a file atomically); a directory with rename(), which refuses a
+//    non-empty target but would replace an empty directory created in the race window, and,
+//    forced, by moving the old directory aside and then renaming: a kill between those two
+//    renames leaves nothing at the path (the old one stays under a temporary name).
+//
+// Temporaries of killed writers: each temporary is flock(LOCK_EX)'ed by its writer for its
+// whole life (a directory through an O_DIRECTORY descriptor). Every AtomicFile and
+// AtomicDirectory constructor sweeps the temporaries of its own path, removing one only when
+// (a) its lock can be taken without waiting and (b) the pid in its name is not alive
+// (kill(pid, 0) fails with ESRCH). Both, so that neither pid reuse nor the moment between a
+// writer creating its temporary and locking it can make a live writer's temporary look dead.
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "util/byte_io.h"
 
 namespace ember {
 
 // A single file. Write through sink(), then commit(). Destroying without commit() removes
-// the temporary.
+// the temporary. Errors name final_path (the user's path), never the temporary.
 class AtomicFile {
  public:
   AtomicFile(std::string final_path, bool force);
@@ -24,17 +48,21 @@ class AtomicFile {
   void commit();
 
  private:
+  friend class AtomicDirectory;
   class FdSink;
-  std::string final_path_, temp_path_;
-  bool force_;
+  // A file inside an AtomicDirectory's temporary: named `shown_path` in errors, no sweep and
+  // no parent creation (the temporary directory is private to its writer).
+  AtomicFile(std::string final_path, std::string shown_path);
+  void open_temporary();
+  std::string final_path_, shown_path_, temp_path_;
+  bool force_ = false;
   std::unique_ptr<FdSink> sink_;
   bool committed_ = false;
 };
 
 // A directory of files (a snapshot). Files are created inside the temporary directory with
-// fixed names chosen by ember (never taken from input); commit() fsyncs them and renames the
-// directory into place. With force, an existing directory is replaced (moved aside, then
-// removed after the rename succeeded).
+// fixed names chosen by ember (never taken from input); commit() fsyncs them and publishes the
+// directory as described above.
 class AtomicDirectory {
  public:
   AtomicDirectory(std::string final_path, bool force);
@@ -49,6 +77,7 @@ class AtomicDirectory {
  private:
   std::string final_path_, temp_path_;
   bool force_;
+  int lock_fd_ = -1;  // O_DIRECTORY descriptor of the temporary, flock'ed while it exists
   bool committed_ = false;
 };
 
@@ -57,7 +86,25 @@ void write_file_atomic(const std::string& path, std::string_view contents, bool 
 // Reads a whole file; Error naming the path if missing or larger than max_bytes.
 std::string read_file(const std::string& path, size_t max_bytes = size_t(1) << 30);
 bool path_exists(const std::string& path);
-// Removes leftover temporaries ".<name>.tmp-*" of a target path (from a killed writer).
+// Removes the temporaries ".<name>.tmp-<pid>-<n>" of a target path whose writers are dead
+// (lock free and pid gone, see above). A live writer's temporary is never touched.
 void remove_stale_temporaries(const std::string& final_path);
+
+// Refuses (Error naming `output`) an output that is one of the inputs: the same file
+// (st_dev/st_ino, so hard and symbolic links count), the same canonical path for a path
+// that does not exist yet, a directory that contains an input (replacing it would delete
+// the input), or a path inside an input directory (writing there would change the input).
+// Holds with --force too. Empty strings (unset options) are ignored.
+void refuse_output_is_input(const std::string& output, const std::vector<std::string>& inputs);
+
+// How commits published, counted since the process started (tests and diagnostics).
+struct AtomicPublishCounts {
+  uint64_t no_replace = 0;  // renameat2(RENAME_NOREPLACE)
+  uint64_t exchange = 0;    // renameat2(RENAME_EXCHANGE), forced replacement
+  uint64_t fallback = 0;    // link()/rename() where renameat2 flags are not supported
+};
+AtomicPublishCounts atomic_publish_counts();
+// Tests only: behave as if the file system lacked renameat2 flags (exercise the fallback).
+void atomic_set_renameat2_disabled_for_testing(bool disabled);
 
 }  // namespace ember

@@ -1,7 +1,9 @@
 // ember.kv-snapshot.v1 without a model: canonical manifest, round trips, atomic writes, and
 // every corruption verify must catch.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -121,11 +123,51 @@ TEST(SnapshotFiles, InterruptedWriteLeavesNothing) {
 }
 
 TEST(SnapshotFiles, StaleTemporaryOfAKilledWriterIsRemoved) {
-  const std::string parent = temp_dir("stale");
-  fs::create_directories(parent + "/.snap.tmp-1-0");
-  spit(parent + "/.snap.tmp-1-0/keys.f16le", "half");
+  // A temporary is stale only when its writer is gone: a reaped child's pid, not pid 1.
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string parent = temp_dir("stale"), temp = "/.snap.tmp-" + std::to_string(dead) + "-0";
+  fs::create_directories(parent + temp);
+  spit(parent + temp + "/keys.f16le", "half");
   kv::write_snapshot(make_snapshot(1, 1, 2, 1), parent + "/snap", false);
   EXPECT_EQ(std::distance(fs::directory_iterator(parent), {}), 1);
+}
+
+// Issue 12, defect 2: a FIFO as a payload made verify wait forever for a writer. It runs in a
+// child that is killed (and the test failed) if it has not finished within 10 s.
+TEST(SnapshotVerify, RefusesAFifoPayloadWithoutBlocking) {
+  for (const char* f : {"keys.f16le", "values.f16le"}) {
+    const std::string dir = write_valid("fifo");
+    fs::remove(dir + "/" + f);
+    ASSERT_EQ(::mkfifo((dir + "/" + f).c_str(), 0600), 0);
+    int msg[2];
+    ASSERT_EQ(::pipe(msg), 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      const std::string e = verify_error(dir);
+      (void)!::write(msg[1], e.data(), e.size());
+      ::_exit(0);
+    }
+    ::close(msg[1]);
+    int status = 0;
+    bool done = false;
+    for (int i = 0; i < 1000 && !done; ++i) {
+      done = ::waitpid(child, &status, WNOHANG) == child;
+      if (!done) ::usleep(10000);
+    }
+    if (!done) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, &status, 0);
+    }
+    std::string got;
+    char buf[512];
+    for (ssize_t r; (r = ::read(msg[0], buf, sizeof buf)) > 0;) got.append(buf, size_t(r));
+    ::close(msg[0]);
+    EXPECT_TRUE(done) << f << ": kv verify blocked on a FIFO payload";
+    EXPECT_NE(got.find(dir + "/" + f), std::string::npos) << got;
+    EXPECT_NE(got.find("a FIFO"), std::string::npos) << got;
+  }
 }
 
 TEST(SnapshotVerify, CatchesAFlippedBitInEachPayload) {

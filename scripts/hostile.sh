@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# Hostile classes of issue 12, replayed end to end against a built `ember`.
+#
+#   scripts/hostile.sh [--long] path/to/ember
+#
+# One function per class; each prints "ok: ..." per promise kept and "BROKEN: ..." per promise
+# broken. Exit status: 0 when every promise held, 1 otherwise, 2 on a usage or setup error.
+# Every ember call runs under `timeout`, so a hang is a broken promise, not a stuck script.
+# The short form takes well under a minute on two cores; --long runs more trials.
+# Works in a private temporary directory, removed at exit. Models are synthesized
+# (`ember model synth`), so nothing outside the checkout is needed.
+set -u -o pipefail
+
+LONG=0
+if [[ "${1:-}" == "--long" ]]; then
+  LONG=1
+  shift
+fi
+if [[ $# -ne 1 || ! -x "$1" ]]; then
+  echo "usage: $0 [--long] path/to/ember" >&2
+  exit 2
+fi
+EMBER="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/ember-hostile-XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+BROKEN=0
+T=60  # seconds any single ember call may take
+
+ok() { echo "ok: $*"; }
+broken() {
+  echo "BROKEN: $*" >&2
+  BROKEN=$((BROKEN + 1))
+}
+ember() { timeout "$T" "$EMBER" "$@"; }
+# Number of hidden temporaries (".<name>.tmp-*") left in a directory.
+temps_in() { find "$1" -maxdepth 1 -name '.*.tmp-*' | wc -l; }
+# A random delay in seconds below $1 milliseconds.
+rand_delay() { printf '0.%03d' $((RANDOM % $1)); }
+
+setup() {
+  cd "$WORK" || exit 2
+  ember model synth --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 \
+    --seed 7 -o small.gguf >/dev/null || { echo "setup: synth failed" >&2; exit 2; }
+  # Big enough that a kill lands mid-write: ~13 MB of payload in the KVC1 file.
+  ember model synth --arch llama --layers 8 --hidden 256 --heads 8 --kv-heads 8 --ffn 512 --vocab 300 \
+    --seed 7 -o big.gguf >/dev/null || { echo "setup: synth failed" >&2; exit 2; }
+  printf 'the quick brown fox jumps over the lazy dog %.0s' $(seq 36) >prompt-long.txt
+  printf 'the quick brown fox jumps over the lazy dog %.0s' $(seq 6) >prompt-short.txt
+  ember kv export --model small.gguf --prompt-file prompt-short.txt --output small-snap >/dev/null &&
+    ember kv export --model big.gguf --prompt-file prompt-long.txt --output big-snap >/dev/null &&
+    ember kvc pack small-snap small.kvc >/dev/null ||
+    { echo "setup: export/pack failed" >&2; exit 2; }
+}
+
+# Defect 1: two `kv export` to one --output at once give exactly one complete snapshot; the
+# other writer fails saying the path exists; no temporary is left.
+hostile_concurrent_exports() {
+  local trials=$((LONG ? 50 : 10)) bad=0 t
+  for ((t = 0; t < trials; t++)); do
+    local dir="$WORK/conc/$t"
+    mkdir -p "$dir"
+    ember kv export --model small.gguf --prompt-file prompt-short.txt --output "$dir/snap" >"$dir/a.log" 2>&1 &
+    local a=$!
+    ember kv export --model small.gguf --prompt-file prompt-short.txt --output "$dir/snap" >"$dir/b.log" 2>&1 &
+    local b=$!
+    wait $a
+    local ra=$?
+    wait $b
+    local rb=$?
+    local wins=$(((ra == 0) + (rb == 0)))
+    local loser_log="$dir/b.log"
+    ((rb == 0)) && loser_log="$dir/a.log"
+    if ((wins != 1)); then
+      broken "concurrent exports, trial $t: $wins writers succeeded (exit $ra, $rb), expected 1"
+      bad=1
+    elif ! grep -q "snap: already exists" "$loser_log"; then
+      broken "concurrent exports, trial $t: the losing writer did not say the path exists: $(tail -1 "$loser_log")"
+      bad=1
+    elif ! ember kv verify "$dir/snap" >/dev/null 2>&1; then
+      broken "concurrent exports, trial $t: the published snapshot fails kv verify"
+      bad=1
+    elif (($(temps_in "$dir") != 0)); then
+      broken "concurrent exports, trial $t: $(temps_in "$dir") temporaries left"
+      bad=1
+    fi
+  done
+  ((bad)) || ok "concurrent exports: $trials trials of 2 writers, one complete snapshot and one 'already exists' each"
+}
+
+# Defects 1 and 10: kill -9 at random moments of forced rewrites. After every kill the path
+# holds the old or the new complete artifact (never nothing, never a partial one); the next
+# write leaves no temporary behind.
+# kill_loop NAME MAX_DELAY_MS VERIFY_CMD... -- WRITE_CMD...
+kill_loop() {
+  local name=$1 max_ms=$2
+  shift 2
+  local verify=() write=()
+  while [[ $1 != -- ]]; do verify+=("$1"); shift; done
+  shift
+  write=("$@")
+  local kills=$((LONG ? 50 : 12)) bad=0 i mid=0
+  for ((i = 0; i < kills; i++)); do
+    "$EMBER" "${write[@]}" --force >/dev/null 2>&1 &
+    local pid=$!
+    sleep "$(rand_delay "$max_ms")"
+    kill -9 $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    (($(temps_in "$WORK/kill") > 0)) && mid=$((mid + 1))
+    if ! ember "${verify[@]}" >/dev/null 2>&1; then
+      broken "$name: after kill $i the output is missing or fails verification"
+      bad=1
+      break
+    fi
+  done
+  ember "${write[@]}" --force >/dev/null 2>&1 || { broken "$name: the write after the kills failed"; bad=1; }
+  local left
+  left=$(temps_in "$WORK/kill")
+  if ((left != 0)); then
+    broken "$name: $left temporaries left after $kills kills and one more write"
+    bad=1
+  fi
+  ((bad)) || ok "$name: $kills kill -9s ($mid of them mid-write), the output complete after each, none left after the next write"
+}
+
+hostile_kill_loops() {
+  mkdir -p "$WORK/kill"
+  ember kvc pack big-snap kill/out.kvc >/dev/null || { broken "kill loops: first pack failed"; return; }
+  kill_loop "kill -9 of kvc pack --force" 150 kvc verify kill/out.kvc -- kvc pack big-snap kill/out.kvc
+  ember kv export --model small.gguf --prompt-file prompt-short.txt --output kill/snap >/dev/null ||
+    { broken "kill loops: first export failed"; return; }
+  kill_loop "kill -9 of kv export --force" 150 kv verify kill/snap -- \
+    kv export --model small.gguf --prompt-file prompt-short.txt --output kill/snap
+}
+
+# Defect 2: a FIFO as any input is refused at once, naming it (no writer ever appears).
+# fifo_case DESCRIPTION FIFO_PATH CMD...
+fifo_case() {
+  local what=$1 fifo=$2
+  shift 2
+  local out rc
+  out=$(timeout 10 "$EMBER" "$@" 2>&1)
+  rc=$?
+  if ((rc == 124 || rc == 137)); then
+    broken "FIFO as $what: hung (killed after 10 s): ember $*"
+  elif ((rc == 0)); then
+    broken "FIFO as $what: exit 0: ember $*"
+  elif [[ $out != *"$fifo"* ]]; then
+    broken "FIFO as $what: the message does not name the FIFO: $(tail -1 <<<"$out")"
+  else
+    ok "FIFO as $what refused (exit $rc)"
+  fi
+}
+
+hostile_fifo_inputs() {
+  local d="$WORK/fifo"
+  mkdir -p "$d"
+  mkfifo "$d/model.gguf" "$d/tokenizer.json" "$d/prompt.txt" "$d/state.kvc"
+  for part in keys.f16le values.f16le manifest.json; do
+    cp -r small-snap "$d/snap-$part"
+    rm "$d/snap-$part/$part"
+    mkfifo "$d/snap-$part/$part"
+  done
+  fifo_case "GGUF (model inspect)" "$d/model.gguf" model inspect "$d/model.gguf"
+  fifo_case "GGUF (kv export --model)" "$d/model.gguf" kv export --model "$d/model.gguf" --prompt hi --output "$d/o1"
+  fifo_case "tokenizer.json" "$d/tokenizer.json" kv export --model small.gguf --tokenizer "$d/tokenizer.json" \
+    --prompt hi --output "$d/o2"
+  fifo_case "--prompt-file" "$d/prompt.txt" kv export --model small.gguf --prompt-file "$d/prompt.txt" --output "$d/o3"
+  fifo_case ".kvc (kvc verify)" "$d/state.kvc" kvc verify "$d/state.kvc"
+  fifo_case ".kvc (kv replay --snapshot)" "$d/state.kvc" kv replay --model small.gguf --snapshot "$d/state.kvc" -n 1
+  for part in keys.f16le values.f16le manifest.json; do
+    fifo_case "snapshot $part (kv verify)" "$d/snap-$part/$part" kv verify "$d/snap-$part"
+    fifo_case "snapshot $part (kvc pack)" "$d/snap-$part/$part" kvc pack "$d/snap-$part" "$d/p-$part.kvc"
+  done
+}
+
+main() {
+  local start=$SECONDS
+  setup
+  hostile_concurrent_exports
+  hostile_kill_loops
+  hostile_fifo_inputs
+  echo "hostile.sh: $BROKEN broken promise(s), $((SECONDS - start)) s"
+  ((BROKEN == 0))
+}
+
+main
