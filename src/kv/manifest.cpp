@@ -102,6 +102,7 @@ std::string SnapshotManifest::to_json() const {
   j["prefix"] = {{"count", prefix.tokens.size()}, {"sha256", prefix.sha256}, {"tokens", toks}};
   j["resume"] = {{"token", resume.token}, {"position", resume.position},
                  {"selection", resume.selection}};
+  if (past_context) j["past_context"] = true;  // optional: absent in every other manifest
   auto entry = [](const PayloadEntry& e) {
     return ordered_json{{"file", e.file}, {"bytes", e.bytes}, {"sha256", e.sha256}};
   };
@@ -206,6 +207,12 @@ SnapshotManifest SnapshotManifest::from_json(const std::string& text, const std:
     m.resume.position = o.integer("position", 0, INT64_MAX);
     m.resume.selection = o.string("selection", 64);
     o.done();
+  }
+  if (doc.contains("past_context")) {
+    // Optional; its one value is true (a manifest within the context omits the key).
+    if (!top.boolean("past_context"))
+      fail_field(where, "past_context", "true (or the key absent)", "false");
+    m.past_context = true;
   }
   {
     StrictObject o = top.object("payload");
