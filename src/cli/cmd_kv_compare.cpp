@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/limits.h"
 #include "cli/model_loader.h"
 #include "kv/compare.h"
 #include "kv/compare_load.h"
@@ -30,7 +31,8 @@ struct CompareArgs {
   double max_abs = 0, min_cosine = 0, max_mse = 0, min_r2 = 0;
   CLI::Option *max_abs_opt = nullptr, *min_cosine_opt = nullptr, *max_mse_opt = nullptr,
               *min_r2_opt = nullptr;
-  int threads = 1;
+  int threads = 0;
+  bool allow_past_context = false;
 };
 
 struct PerturbArgs {
@@ -76,9 +78,7 @@ void run_compare(const CompareArgs& a) {
   opts.thresholds.max_mse = given(a.max_mse_opt, a.max_mse);
   opts.thresholds.min_r2 = given(a.min_r2_opt, a.min_r2);
   kv::validate_thresholds(opts.thresholds);
-  if (a.threads < 1 || a.threads > 256) {
-    fail_field("kv compare", "--threads", "1..256", std::to_string(a.threads));
-  }
+  const int threads = resolve_threads(a.threads);
   if (!a.model.empty() && (a.steps < 1 || a.steps > 4096)) {
     fail_field("kv compare", "--steps", "1..4096", std::to_string(a.steps));
   }
@@ -96,7 +96,7 @@ void run_compare(const CompareArgs& a) {
   const kv::ComparedState left = kv::load_compared_state_or_mapped(a.left, a.allow_non_finite);
   kv::ComparedState right = kv::load_compared_state_or_mapped(a.right, a.allow_non_finite);
 
-  ThreadPool pool(a.threads);
+  ThreadPool pool(threads);
   std::optional<kv::PerturbedState> perturbed;
   kv::CompareReport report;
   if (!a.perturb.empty()) {
@@ -108,9 +108,12 @@ void run_compare(const CompareArgs& a) {
   }
   if (!a.model.empty()) {
     const LoadedModel loaded = load_model({a.model, a.tokenizer, ""});
-    model::Engine engine(loaded.model, model::EngineOptions{a.threads});
+    model::Engine engine(loaded.model, model::EngineOptions{threads, a.allow_past_context});
     const std::unique_ptr<tok::Tokenizer>& t = loaded.tokenizer;
     check_left_is_native(left, engine, t->identity());
+    // Step s evaluates position P + s: all below the model's context length (or the flag).
+    check_positions(engine, int64_t(left.cache.n_pos) + 1, a.left, "positions + the resume token", a.steps,
+                    "--steps");
     const kv::ComparedState& r = perturbed ? perturbed->state() : right;
     report.diagnostics = kv::run_diagnostics(engine, left, r, kv::DiagnosticsOptions{a.steps});
   }
@@ -174,7 +177,8 @@ void register_kv_compare_commands(CLI::App& kv) {
   c->add_option("--model", ca->model, "Run the diagnostics with LEFT's model (GGUF)");
   c->add_option("--tokenizer", ca->tokenizer, "tokenizer.json (default: the GGUF's own)");
   c->add_option("--steps", ca->steps, "Diagnostic steps K (default 8)");
-  c->add_option("--threads", ca->threads, "Threads (results do not depend on it)");
+  add_threads_option(c, ca->threads);
+  add_past_context_flag(c, ca->allow_past_context);
   c->add_option("--report", ca->report, "Write the self-contained HTML report");
   c->add_flag("--force", ca->force, "Overwrite existing output files");
   c->add_flag("--allow-non-finite", ca->allow_non_finite,

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "cli/commands.h"
 #include "cli/kv_gate.h"
+#include "cli/limits.h"
 #include "cli/model_loader.h"
 #include "cli/prompt_text.h"
 #include "cli/token_ids.h"
@@ -28,13 +28,15 @@ constexpr const char* kProducer = "ember 0.1.0";
 struct ModelArgs {
   std::string model, tokenizer, arch;
   int threads = 0;
+  bool allow_past_context = false;
 };
 
 void add_model_flags(CLI::App* c, ModelArgs& a) {
   c->add_option("--model", a.model, "GGUF model file")->required();
   c->add_option("--tokenizer", a.tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
   c->add_option("--arch", a.arch, "assert the model's architecture (llama|qwen2|qwen3)");
-  c->add_option("--threads", a.threads, "worker threads (default: all cores; results do not depend on it)");
+  add_threads_option(c, a.threads);
+  add_past_context_flag(c, a.allow_past_context);
 }
 
 struct Loaded {
@@ -48,8 +50,8 @@ Loaded load(const ModelArgs& a) {
   LoadedModel m = load_model({a.model, a.tokenizer, a.arch});
   l.model = std::move(m.model);
   l.tokenizer = std::move(m.tokenizer);
-  const int threads = a.threads > 0 ? a.threads : int(std::max(1u, std::thread::hardware_concurrency()));
-  l.engine = std::make_unique<model::Engine>(l.model, model::EngineOptions{threads});
+  l.engine = std::make_unique<model::Engine>(
+      l.model, model::EngineOptions{resolve_threads(a.threads), a.allow_past_context});
   return l;
 }
 
@@ -122,6 +124,7 @@ void add_export(CLI::App& kv) {
       refuse_output_is_input(out, {o->m.model, o->m.tokenizer, o->p.file});
     const Loaded l = load(o->m);
     const std::vector<int32_t> prefix = prompt_tokens(o->p, l);
+    check_positions(*l.engine, int64_t(prefix.size()), "prompt", "tokens", 1, "steps");
     kv::ExportResult r = kv::export_prefix(*l.engine, l.tokenizer->identity(), prefix, kProducer);
     kv::write_snapshot(r.snapshot, o->output, o->force);
     if (!o->boundary.empty()) write_f32(o->boundary, r.boundary_logits, o->force);
@@ -130,6 +133,10 @@ void add_export(CLI::App& kv) {
                 o->output.c_str(), m.geometry.positions, m.geometry.positions, int(m.resume.token),
                 piece_text(*l.tokenizer, m.resume.token).c_str(), static_cast<long long>(m.resume.position));
     std::printf("keys %s\nvalues %s\n", m.keys.sha256.c_str(), m.values.sha256.c_str());
+    if (m.past_context)
+      std::fprintf(stderr, "ember: %d positions: past the model's context length %d "
+                   "(--allow-past-context); the manifest records past_context\n",
+                   m.geometry.positions, l.model->config().n_ctx);
   });
 }
 
@@ -176,9 +183,16 @@ void add_replay(CLI::App& kv) {
   c->add_flag("--force", o->force, "replace an existing --logits-out file");
   c->callback([o] {
     refuse_output_is_input(o->logits_out, {o->snapshot, o->m.model, o->m.tokenizer});
-    // The snapshot is verified in full before the model is even loaded.
-    const kv::Snapshot s = kv::load_state(o->snapshot);
+    // A snapshot directory's manifest is read (strictly) first, so that positions beyond the
+    // model's context are refused before a payload is read; the whole state is verified
+    // before anything is decoded.
+    const std::string cached = "geometry.positions + the resume token";
+    const bool dir = kv::state_kind(o->snapshot) == "snapshot-dir";
+    const int64_t head_positions = dir ? kv::read_manifest(o->snapshot).geometry.positions : 0;
     const Loaded l = load(o->m);
+    if (dir) check_positions(*l.engine, head_positions + 1, o->snapshot, cached, o->n, "-n");
+    const kv::Snapshot s = kv::load_state(o->snapshot);
+    check_positions(*l.engine, int64_t(s.manifest.geometry.positions) + 1, o->snapshot, cached, o->n, "-n");
     kv::ContinueOptions opt;
     opt.steps = o->n;
     opt.keep_logits = !o->logits_out.empty();
@@ -210,7 +224,7 @@ void add_validate_replay(CLI::App& kv) {
   t->excludes(f);
   c->add_option("-n", o->n, "selection steps of the uninterrupted run (>= 2)")->required();
   c->add_option("--out", o->out, "directory for the logits, snapshot, logs and receipt.json")->required();
-  c->add_option("--threads", o->threads, "threads of every process (default: all cores)");
+  add_threads_option(c, o->threads, "threads of every process (default: the cores present)");
   c->add_option("--native-threads", o->native_threads, "threads of the uninterrupted run");
   c->add_option("--export-threads", o->export_threads, "threads of the export");
   c->add_option("--replay-threads", o->replay_threads, "threads of the replay");
@@ -221,6 +235,10 @@ void add_validate_replay(CLI::App& kv) {
   c->callback([o] {
     if (o->prompt.empty() && o->prompt_file.empty())
       fail_field("validate-replay", "prompt", "--prompt TEXT or --prompt-file F", "neither");
+    o->threads = check_threads(o->threads, "--threads");
+    o->native_threads = check_threads(o->native_threads, "--native-threads");
+    o->export_threads = check_threads(o->export_threads, "--export-threads");
+    o->replay_threads = check_threads(o->replay_threads, "--replay-threads");
     const GateOutcome g = run_replay_gate(*o);
     std::printf("%s\n", g.summary.c_str());
     std::printf("receipt: %s\n", g.receipt_path.c_str());

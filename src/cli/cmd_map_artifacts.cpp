@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/limits.h"
 #include "cli/map_commands.h"
 #include "cli/model_loader.h"
 #include "cli/prompt_text.h"
@@ -128,7 +129,7 @@ void add_collect(CLI::App& m) {
   c->add_option("--prompts", o->prompts, "Prompts file, one per line")->required();
   c->add_option("--split", o->split, "calib:eval prompt counts (frozen split)");
   c->add_option("--seed", o->seed, "Split seed");
-  c->add_option("--threads", o->threads, "Engine threads")->check(CLI::Range(1, 256));
+  add_threads_option(c, o->threads);
   c->add_option("--output", o->output, "Calibration directory")->required();
   c->add_flag("--force", o->force, "Replace an existing output");
   c->callback([o] {
@@ -146,7 +147,8 @@ void add_collect(CLI::App& m) {
       prompts.push_back(std::move(ids));
     }
     const map::PromptSplit split = map::PromptSplit::make(hashes, nc, ne, o->seed);
-    model::Engine se(s.model, {o->threads}), te(t.model, {o->threads});
+    const int threads = resolve_threads(o->threads);
+    model::Engine se(s.model, {threads}), te(t.model, {threads});
     const map::CalibrationSet set = map::collect_calibration(se, s.model->identity(), te, t.model->identity(), prompts,
                                                              split, s.tokenizer->identity(), shared.layers);
     set.write(o->output, o->force);
@@ -298,19 +300,25 @@ void add_replay(CLI::App& m) {
   auto* c = m.add_subcommand("replay", "Resume the target model from a mapped cache (ember.kv-mapped.v1)");
   struct Opts {
     std::string mapped, model;
-    int n = 16;
+    int n = 16, threads = 0;
+    bool allow_past_context = false;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("--mapped", o->mapped, "Mapped cache directory")->required();
   c->add_option("--model", o->model, "Target model (GGUF)")->required();
   c->add_option("-n", o->n, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
+  add_threads_option(c, o->threads);
+  add_past_context_flag(c, o->allow_past_context);
   c->callback([o] {
     const kv::MappedState st = kv::read_mapped_state(o->mapped);
     const Loaded t = load(o->model);
-    model::Engine te(t.model, {});
+    model::Engine te(t.model, {resolve_threads(o->threads), o->allow_past_context});
+    check_positions(te, int64_t(st.cache.n_pos) + 1, o->mapped, "geometry.positions + the resume token",
+                    o->n, "-n");
     // The same checked import as kv replay: coordinates, then payload hashes and finiteness.
+    // No room is reserved: the engine grows the cache as it fills.
     model::KvCache cache = kv::import_checked(st.manifest, st.cache, map::target_coordinates(te, t.tokenizer->identity()),
-                                              o->n + 1, "map replay " + o->mapped);
+                                              0, "map replay " + o->mapped);
     std::fprintf(stderr, "ember: resuming from a MAPPED cache (%s, mapper %s, s = %d, a = %d), not a native snapshot\n",
                  st.mapping.kind.c_str(), st.mapping.mapper_hash.c_str(), st.mapping.shared_layers, st.mapping.anchor);
     const int32_t resume = st.manifest.resume.token;
@@ -334,7 +342,7 @@ void add_hybrid(CLI::App& m) {
   c->add_option("--anchor", o->anchor, "Anchor a (default: s, the exact hybrid)");
   c->add_option("--mapper", o->mapper, "Mapper directory (needed when a > s)");
   c->add_option("-n", o->n, "Tokens to generate")->check(CLI::Range(1, 1 << 16));
-  c->add_option("--threads", o->threads, "Engine threads")->check(CLI::Range(1, 256));
+  add_threads_option(c, o->threads);
   c->add_flag("--check", o->check, "Also run the target's full prefill and compare (bit-exact expected at a == s)");
   c->add_option("--output", o->output, "Write the handed-over prefix as a mapped cache (ember.kv-mapped.v1)");
   c->add_option("--json", o->json, "Write a JSON report");
@@ -362,7 +370,8 @@ void add_hybrid(CLI::App& m) {
     if (ids.size() < 2) fail_field(where, "--prompt", "at least 2 tokens (BOS included)", std::to_string(ids.size()));
     const int P = int(ids.size());
     const std::span<const int32_t> prefix(ids.data(), size_t(P - 1));
-    model::Engine se(s.model, {o->threads}), te(t.model, {o->threads});
+    const int threads = resolve_threads(o->threads);
+    model::Engine se(s.model, {threads}), te(t.model, {threads});
     std::vector<float> residual;
     model::ForwardHooks hooks;
     hooks.on_residual = [&](int b, int, int n, const float* x) {
@@ -373,7 +382,7 @@ void add_hybrid(CLI::App& m) {
     map::AnchorReport report;
     model::KvCache cache = map::anchor_handoff(te, se.config(), mp.get(), src_cache, prefix,
                                                residual.empty() ? nullptr : residual.data(), sl, a,
-                                               P + o->n + 1, &report);
+                                               P, &report);  // grows as it fills
     if (!o->output.empty()) {
       kv::MappedState st;
       st.manifest = map::target_coordinates(te, t.tokenizer->identity());
@@ -419,7 +428,7 @@ void add_hybrid(CLI::App& m) {
                         {"shared_layers", sl}, {"anchor", a}, {"handoff", report.to_json()},
                         {"mapper_hash", mp ? mp->hash() : ""}, {"generated", out_ids}};
     if (o->check) {
-      model::KvCache ref_cache = te.new_cache(P + o->n + 1);
+      model::KvCache ref_cache = te.new_cache(P);
       std::vector<float> ref = te.forward(ref_cache, ids);
       const map::LogitComparison cmp = map::compare_logits(first.data(), ref.data(), int(ref.size()));
       std::vector<int32_t> ref_ids;

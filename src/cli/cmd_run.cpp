@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/limits.h"
 #include "cli/model_loader.h"
 #include "cli/pack_tokens.h"
 #include "cli/prompt_text.h"
@@ -33,6 +33,7 @@ struct RunArgs {
   int top_k = 0;
   uint64_t seed = 0;
   bool no_bos = false, ignore_eos = false, force = false, quiet = false;
+  bool allow_past_context = false;
 };
 
 void run(const RunArgs& a) {
@@ -64,10 +65,12 @@ void run(const RunArgs& a) {
                  std::to_string(id));
   if (a.n < 1) fail_field("-n", "steps", ">= 1", std::to_string(a.n));
 
-  const int threads = a.threads > 0 ? a.threads
-                                    : int(std::max(1u, std::thread::hardware_concurrency()));
-  model::Engine engine(model, model::EngineOptions{threads});
-  model::KvCache cache = engine.new_cache(int(prompt.size()) + a.n);
+  const int threads = resolve_threads(a.threads);
+  model::Engine engine(model, model::EngineOptions{threads, a.allow_past_context});
+  // Refused before anything runs; the cache holds the prompt and grows as tokens come.
+  check_positions(engine, int64_t(prompt.size()), a.has_prompt_ids ? "--prompt-ids" : "--prompt",
+                  "tokens", a.n, "-n");
+  model::KvCache cache = engine.new_cache(int(prompt.size()));
   model::SamplingParams sp;
   sp.temperature = a.temp;
   sp.top_k = a.top_k;
@@ -114,17 +117,24 @@ void run(const RunArgs& a) {
     logits_file.commit();
     tokens_file.commit();
   }
+  // Going past the context is said even with --quiet: it is not a statistic.
+  const std::string past =
+      past_context(engine, cache.n_pos)
+          ? "; past the model's context length " + std::to_string(cfg.n_ctx) + " (--allow-past-context)"
+          : "";
+  if (a.quiet && !past.empty()) std::fprintf(stderr, "ember: %s\n", past.c_str() + 2);
   if (!a.quiet) {
     const double prefill_s = std::chrono::duration<double>(t_first - t0).count();
     const double decode_s = std::chrono::duration<double>(t1 - t_first).count();
     const size_t decoded = r.tokens.size() > 1 ? r.tokens.size() - 1 : 0;
     std::fprintf(stderr,
-                 "ember: %zu prompt tokens (%.1f tok/s), %zu generated (%.1f tok/s)%s, %d threads, "
-                 "%s\n",
+                 "ember: %zu prompt tokens (%.1f tok/s), %zu generated (%.1f tok/s)%s, %d threads%s, "
+                 "%s%s\n",
                  prompt.size(), prefill_s > 0 ? double(prompt.size()) / prefill_s : 0.0,
                  r.tokens.size(), decode_s > 0 ? double(decoded) / decode_s : 0.0,
                  r.stopped_at_eog ? ", stopped at end of generation" : "", threads,
-                 engine.fingerprint().c_str());
+                 threads_origin(a.threads).c_str(), engine.fingerprint().c_str(),
+                 past.c_str());
   }
 }
 
@@ -145,7 +155,8 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("--allow", args->allow, "host tool allowlist that --pack is checked against");
   pack->excludes(ids);
   cmd->add_option("-n", args->n, "selection steps (tokens to generate)")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "worker threads (default: all cores)");
+  add_threads_option(cmd, args->threads);
+  add_past_context_flag(cmd, args->allow_past_context);
   cmd->add_option("--temp", args->temp, "sampling temperature (0: greedy)")->capture_default_str();
   cmd->add_option("--top-k", args->top_k, "keep the k most likely tokens (0: all)");
   cmd->add_option("--top-p", args->top_p, "nucleus probability mass in (0, 1]");

@@ -2,6 +2,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/limits.h"
 #include "cli/map_commands.h"
 #include "map/split.h"
 #include "map/sweep.h"
@@ -27,7 +28,7 @@ void register_sweep_command(CLI::App& study) {
   c->add_option("--lambda", o->lambda, "The one ridge penalty (affine maps, L2 anchor toward identity)");
   c->add_option("--greedy-steps", o->greedy_steps, "Greedy steps compared")->check(CLI::Range(1, 256));
   c->add_option("--repeats", o->timing_repeats, "Timing repeats per prompt (min taken)")->check(CLI::Range(1, 100));
-  c->add_option("--threads", o->threads, "Engine threads")->check(CLI::Range(1, 256));
+  add_threads_option(c, o->threads);
   c->add_option("--label", o->label, "cross-model | quantization-boundary (default: detected from tensor types)")
       ->check(CLI::IsMember({"cross-model", "quantization-boundary"}));
   c->add_option("--json", *json_path, "Write the JSON report here");
@@ -36,6 +37,7 @@ void register_sweep_command(CLI::App& study) {
   c->callback([=] {
     const auto [n_calib, n_eval] = map::parse_split_counts(*split, "study sweep");
     map::SweepOptions opts = *o;
+    opts.threads = resolve_threads(o->threads);
     opts.n_calib = n_calib;
     opts.n_eval = n_eval;
     for (const std::string* p : {json_path.get(), html_path.get()})

@@ -105,6 +105,7 @@ ordered_json SnapshotManifest::to_object() const {
   j["prefix"] = {{"count", prefix.tokens.size()}, {"sha256", prefix.sha256}, {"tokens", toks}};
   j["resume"] = {{"token", resume.token}, {"position", resume.position},
                  {"selection", resume.selection}};
+  if (past_context) j["past_context"] = true;  // optional: absent in every other manifest
   auto entry = [](const PayloadEntry& e) {
     return ordered_json{{"file", e.file}, {"bytes", e.bytes}, {"sha256", e.sha256}};
   };
@@ -116,7 +117,7 @@ namespace {
 
 // Every native field after "format" (the caller has read it), in the written order; the
 // caller calls top.done() and validate().
-SnapshotManifest read_fields(StrictObject& top, const std::string& where) {
+SnapshotManifest read_fields(const nlohmann::json& doc, StrictObject& top, const std::string& where) {
   SnapshotManifest m;
   m.version = int(top.integer("version", 0, INT32_MAX));
   if (m.version != kSnapshotVersion)
@@ -204,6 +205,12 @@ SnapshotManifest read_fields(StrictObject& top, const std::string& where) {
     m.resume.selection = o.string("selection", 64);
     o.done();
   }
+  if (doc.contains("past_context")) {
+    // Optional; its one value is true (a manifest within the context omits the key).
+    if (!top.boolean("past_context"))
+      fail_field(where, "past_context", "true (or the key absent)", "false");
+    m.past_context = true;
+  }
   {
     StrictObject o = top.object("payload");
     auto entry = [&](const std::string& key) {
@@ -264,7 +271,7 @@ StateManifest parse_state_manifest(const std::string& text, const std::string& w
   if (format != kSnapshotFormat && format != kMappedFormat)
     fail_field(where, "format", std::string(kSnapshotFormat) + " (or " + kMappedFormat + ")", quote(format));
   StateManifest s;
-  s.manifest = read_fields(top, where);
+  s.manifest = read_fields(doc, top, where);
   if (format == kMappedFormat) s.mapping = read_provenance(top.object("mapping"));
   const std::string seal = top.string(kSealKey, 128);
   if (doc.contains(kSignatureKey)) {

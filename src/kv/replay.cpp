@@ -49,6 +49,8 @@ ExportResult export_prefix(model::Engine& engine, const std::string& tokenizer_i
   out.boundary_logits = std::move(c.logits);
   s.manifest.resume.token = c.tokens[0];
   s.manifest.resume.position = P;
+  // Only an engine with allow_past_context gets here with P > n_ctx; the manifest says so.
+  s.manifest.past_context = P > engine.config().n_ctx;
   seal(s);
   s.manifest.validate("export");
   return out;
@@ -57,9 +59,23 @@ ExportResult export_prefix(model::Engine& engine, const std::string& tokenizer_i
 Continuation replay(const Snapshot& snapshot, model::Engine& engine,
                     const std::string& tokenizer_identity, const ContinueOptions& options) {
   if (options.steps < 1) fail_field("replay", "steps", ">= 1", std::to_string(options.steps));
-  // Every check passes before anything is decoded.
-  model::KvCache cache =
-      import_for_model(snapshot, engine, tokenizer_identity, options.steps, options.where);
+  // Every check passes before anything is decoded. The positions written are P (the resume
+  // token) through P + steps - 1: all below the engine's limit (the model's context length
+  // unless it allows going past it).
+  const int64_t P = snapshot.manifest.geometry.positions, limit = engine.position_limit();
+  if (P + 1 > limit)
+    fail_field(options.where, "geometry.positions",
+               "at most " + std::to_string(limit - 1) + " (the target's position limit " +
+                   std::to_string(limit) + " less the resume token; --allow-past-context to go "
+                   "past the model's context length)",
+               std::to_string(P));
+  if (P + options.steps > limit)
+    fail_field(options.where, "steps",
+               "at most " + std::to_string(limit - P) + " (" + std::to_string(P) +
+                   " cached positions + steps = the position limit " + std::to_string(limit) + ")",
+               std::to_string(options.steps));
+  // The cache holds P positions and grows as the continuation fills it.
+  model::KvCache cache = import_for_model(snapshot, engine, tokenizer_identity, 0, options.where);
   const int32_t resume = snapshot.manifest.resume.token;
   EMBER_CHECK(cache.n_pos == snapshot.manifest.resume.position);
   return run_loop(engine, cache, std::span<const int32_t>(&resume, 1), options);
@@ -67,7 +83,9 @@ Continuation replay(const Snapshot& snapshot, model::Engine& engine,
 
 Continuation generate_native(model::Engine& engine, std::span<const int32_t> prompt,
                              const ContinueOptions& options) {
-  model::KvCache cache = engine.new_cache(int(prompt.size()) + options.steps);
+  if (prompt.empty() || prompt.size() > size_t(model::kMaxCachePositions))
+    fail_field("generation", "prompt tokens", "1..2^24", std::to_string(prompt.size()));
+  model::KvCache cache = engine.new_cache(int(prompt.size()));
   return run_loop(engine, cache, prompt, options);
 }
 

@@ -134,6 +134,10 @@ struct SnapshotManifest {
   NumericsInfo numerics;
   PrefixInfo prefix;
   ResumeInfo resume;
+  // Optional "past_context": true, written only when the prefix holds more positions than the
+  // exporting model's context length (export with --allow-past-context). A record, not a
+  // permission: replay compares positions with the target's context either way.
+  bool past_context = false;
   PayloadEntry keys{kKeysFile, 0, {}};
   PayloadEntry values{kValuesFile, 0, {}};
   // The content identity (kv/seal.h): filled by the parser (checked against the document) and

@@ -14,7 +14,12 @@ Engine::Impl::Impl(std::shared_ptr<const Model> m, EngineOptions opts)
     : model(std::move(m)), cfg(model->config()), w(weights_of(*model)), options(opts),
       pool(opts.threads), rope(cfg) {}
 
-void Engine::Impl::check_cache(const KvCache& cache, int pos0, int n, const char* what) const {
+int Engine::Impl::position_limit() const {
+  if (options.allow_past_context || cfg.n_ctx > kMaxCachePositions) return kMaxCachePositions;
+  return cfg.n_ctx;
+}
+
+void Engine::Impl::make_room(KvCache& cache, int pos0, int n, const char* what) const {
   if (cache.n_layers != cfg.n_layers || cache.n_kv_heads != cfg.n_kv_heads ||
       cache.head_dim != cfg.head_dim)
     fail_field(what, "cache geometry",
@@ -23,10 +28,17 @@ void Engine::Impl::check_cache(const KvCache& cache, int pos0, int n, const char
                std::to_string(cache.n_layers) + " x " + std::to_string(cache.n_kv_heads) +
                    " x " + std::to_string(cache.head_dim));
   if (n < 1) fail_field(what, "token count", ">= 1", std::to_string(n));
-  if (pos0 < 0 || int64_t(pos0) + n > cache.capacity)
-    fail_field(what, "positions", "[" + std::to_string(pos0) + ", " + std::to_string(pos0 + n) +
-               ") within the cache capacity " + std::to_string(cache.capacity),
-               "overflow (make a larger cache)");
+  const int64_t end = int64_t(pos0) + int64_t(n);
+  const int limit = position_limit();
+  if (pos0 < 0 || end > limit)
+    fail_field(what, "positions",
+               options.allow_past_context || limit < cfg.n_ctx
+                   ? "below " + std::to_string(limit) + " (the most a cache holds)"
+                   : "below the model's context length " + std::to_string(limit) +
+                         " (--allow-past-context to go past it)",
+               "[" + std::to_string(pos0) + ", " + std::to_string(end) + ")");
+  if (end > cache.capacity)
+    cache.reserve(int(std::max<int64_t>(end, std::min<int64_t>(2 * int64_t(cache.capacity), limit))));
 }
 
 void Engine::Impl::rope_tables(int pos0, int n) {
@@ -47,6 +59,7 @@ Engine::~Engine() = default;
 
 const Model& Engine::model() const { return *impl_->model; }
 const ModelConfig& Engine::config() const { return impl_->cfg; }
+const EngineOptions& Engine::options() const { return impl_->options; }
 
 namespace {
 // How activations enter the matmul for these weight types (ops/matmul.h): f32 for float
@@ -75,11 +88,13 @@ std::string Engine::fingerprint() const {
   return s;
 }
 
+int Engine::position_limit() const { return impl_->position_limit(); }
+
 KvCache Engine::new_cache(int capacity) const {
   const ModelConfig& c = impl_->cfg;
-  if (capacity < 1 || capacity > (1 << 24))
+  if (capacity < 1 || capacity > kMaxCachePositions)
     fail_field("cache", "capacity", "1..2^24 positions", std::to_string(capacity));
-  return KvCache(c.n_layers, c.n_kv_heads, c.head_dim, capacity);
+  return KvCache(c.n_layers, c.n_kv_heads, c.head_dim, std::min(capacity, position_limit()));
 }
 
 void Engine::embed(std::span<const int32_t> tokens, float* x) const {
@@ -103,7 +118,7 @@ void Engine::run_layers(int first, int last, KvCache& cache, int pos0, int n, fl
     fail_field("run_layers", "layer range",
                "0 <= first <= last <= " + std::to_string(I.cfg.n_layers),
                "[" + std::to_string(first) + ", " + std::to_string(last) + ")");
-  I.check_cache(cache, pos0, n, "run_layers");
+  I.make_room(cache, pos0, n, "run_layers");
   I.rope_tables(pos0, n);
   for (int l = first; l < last; ++l) {
     if (hooks && hooks->on_residual) hooks->on_residual(l, pos0, n, x);
@@ -120,7 +135,7 @@ void Engine::project_kv(int layer, const float* x, int n, int pos0, KvCache& cac
   if (layer < 0 || layer >= I.cfg.n_layers)
     fail_field("project_kv", "layer", "in [0, " + std::to_string(I.cfg.n_layers) + ")",
                std::to_string(layer));
-  I.check_cache(cache, pos0, n, "project_kv");
+  I.make_room(cache, pos0, n, "project_kv");
   I.rope_tables(pos0, n);
   I.project(layer, x, n, pos0, cache, false, hooks);
 }
@@ -139,8 +154,9 @@ std::vector<float> Engine::forward(KvCache& cache, std::span<const int32_t> toke
                                    const ForwardHooks* hooks, bool all_logits) {
   Impl& I = *impl_;
   const int n = int(tokens.size());
-  if (tokens.size() > size_t(1 << 24)) fail_field("forward", "token count", "<= 2^24", "more");
-  I.check_cache(cache, cache.n_pos, n, "forward");
+  if (tokens.size() > size_t(kMaxCachePositions))
+    fail_field("forward", "token count", "<= 2^24", std::to_string(tokens.size()));
+  I.make_room(cache, cache.n_pos, n, "forward");
   const int pos0 = cache.n_pos;
   const int E = I.cfg.n_embd, V = I.cfg.n_vocab;
   std::vector<float> x(size_t(n) * E);

@@ -51,7 +51,15 @@ struct ForwardHooks {
 
 struct EngineOptions {
   int threads = 1;
+  // The model's context length (ModelConfig::n_ctx, GGUF `<arch>.context_length`) bounds the
+  // positions the engine evaluates; true lifts that bound up to kMaxCachePositions (the
+  // `--allow-past-context` flag of the CLI). Results past the context are what the weights
+  // compute there, not what the model was trained for.
+  bool allow_past_context = false;
 };
+
+// The most positions any cache holds (2^24), whatever the model says.
+inline constexpr int kMaxCachePositions = 1 << 24;
 
 class Engine {
  public:
@@ -62,13 +70,20 @@ class Engine {
 
   const Model& model() const;
   const ModelConfig& config() const;
+  const EngineOptions& options() const;
   // "canonical-v1;weights=<types>;..." recorded in snapshots (docs/numerics.md).
   std::string fingerprint() const;
+  // The number of positions this engine evaluates: the model's context length, or
+  // kMaxCachePositions with allow_past_context. Every position written is below it.
+  int position_limit() const;
+  // An empty cache with room for `capacity` positions (1..2^24; at most position_limit() are
+  // allocated). Room is only a starting size: the engine grows a cache as it fills.
   KvCache new_cache(int capacity) const;
 
   // Evaluates tokens at positions [cache.n_pos, cache.n_pos + n), appends their K/V, and
   // advances the cursor. Returns f32 logits: [n][n_vocab] if all_logits, else the last
-  // token's [n_vocab]. Error if the cache would overflow its capacity.
+  // token's [n_vocab]. Grows the cache (geometrically, up to position_limit()) when it lacks
+  // room; Error, before anything is evaluated, if a position would reach position_limit().
   std::vector<float> forward(KvCache& cache, std::span<const int32_t> tokens,
                              const ForwardHooks* hooks = nullptr, bool all_logits = false);
 
@@ -78,7 +93,7 @@ class Engine {
   // Runs layers [first, last) over n tokens at positions [pos0, pos0 + n): x is the residual
   // entering layer `first` and is replaced by the residual leaving layer last-1. Writes those
   // layers' K/V rows at [pos0, pos0 + n); attention reads the cache rows [0, pos0 + n) of each
-  // layer. Does not move the cursor (the caller owns cache.n_pos).
+  // layer. Does not move the cursor (the caller owns cache.n_pos). Grows the cache as forward().
   void run_layers(int first, int last, KvCache& cache, int pos0, int n, float* x,
                   const ForwardHooks* hooks = nullptr);
   // Only the K/V projections of `layer` (attention norm, K/V matmuls, biases, Q/K norm,

@@ -33,7 +33,10 @@ struct Engine::Impl {
   std::vector<float> kf, vf;  // (G, P, D) the layer's cached K/V as f32
   std::vector<float> cos, sin;  // (n, D/2) RoPE of the call's positions
 
-  void check_cache(const KvCache& cache, int pos0, int n, const char* what) const;
+  // Checks the cache geometry and that [pos0, pos0 + n) lies below position_limit(), then
+  // grows the cache to hold those positions (doubling, capped at the limit).
+  void make_room(KvCache& cache, int pos0, int n, const char* what) const;
+  int position_limit() const;
   void rope_tables(int pos0, int n);
   // Attention norm, Q (optional), K, V projections with biases, Q/K norm, RoPE, the K/V
   // hook, and the f16 cache write of rows [pos0, pos0+n). x (n, E).

@@ -83,9 +83,11 @@ GenerateResult generate(Engine& engine, KvCache& cache, std::span<const int32_t>
   // Needed: the input plus every selected token but the last.
   const int64_t need = int64_t(cache.n_pos) + int64_t(input.size()) +
                        std::max(0, options.max_steps - 1);
-  if (need > cache.capacity)
-    fail_field("generate", "cache capacity", ">= " + std::to_string(need) + " positions",
-               std::to_string(cache.capacity));
+  // Checked before anything is evaluated; the cache itself grows as it fills.
+  if (need > engine.position_limit())
+    fail_field("generate", "positions", "at most " + std::to_string(engine.position_limit()) +
+               (engine.options().allow_past_context ? "" : " (the model's context length; "
+                "--allow-past-context to go past it)"), std::to_string(need));
   GenerateResult result;
   if (options.max_steps == 0) return result;
   std::vector<float> logits;

@@ -60,7 +60,9 @@ using StepCallback = std::function<void(int step, std::span<const float> logits,
 // token), then for each step: select from the last logits, report it, and unless it was the
 // last step or an end-of-generation token, evaluate the selected token. The final selected
 // token is never evaluated, so its K/V is not in the cache (it is the resume token of an
-// export). Error if input is empty or the cache capacity would be exceeded.
+// export). Error, before anything is evaluated, if input is empty or the positions needed
+// (cache.n_pos + input + max_steps - 1) exceed engine.position_limit(). The cache grows as it
+// fills; callers allocate it for what it already holds.
 GenerateResult generate(Engine& engine, KvCache& cache, std::span<const int32_t> input,
                         const GenerateOptions& options, Sampler& sampler,
                         const StepCallback& on_step = {});

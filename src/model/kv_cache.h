@@ -6,10 +6,14 @@
 //
 // `capacity` positions are reserved per (layer, kv_head); positions [0, n_pos) are valid and
 // n_pos is the cursor (the next position to be written). Copying is explicit (copy()) to make
-// the cost visible; many caches can share one Model.
+// the cost visible; many caches can share one Model. The cache grows as it fills: the engine
+// calls reserve() when a forward pass needs more room (capacity sits in the middle of the
+// index, so growing re-lays out every row), and callers allocate for what they hold, not for
+// the most they might generate. Sizes are computed in 64 bits and checked (elements()).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "util/error.h"
@@ -28,7 +32,24 @@ struct KvCache {
   KvCache() = default;
   KvCache(int layers, int kv_heads, int dim, int cap)
       : n_layers(layers), n_kv_heads(kv_heads), head_dim(dim), capacity(cap),
-        k(size_t(layers) * kv_heads * cap * dim), v(k.size()) {}
+        k(elements(layers, kv_heads, cap, dim)), v(k.size()) {}
+
+  // layers * kv_heads * positions * head_dim: each factor >= 0 and the product at most
+  // 2^40 elements (2 TiB per payload), checked always; past that an allocation size would
+  // be meaningless, not merely large.
+  static size_t elements(int64_t layers, int64_t kv_heads, int64_t positions, int64_t dim) {
+    EMBER_CHECK(layers >= 0 && kv_heads >= 0 && positions >= 0 && dim >= 0);
+    constexpr uint64_t kMax = uint64_t(1) << 40;
+    uint64_t n = 1;
+    for (int64_t f : {layers, kv_heads, positions, dim}) {
+      if (f != 0 && n > kMax / uint64_t(f))
+        fail_field("kv cache", "size", "at most 2^40 elements per payload",
+                   std::to_string(layers) + " layers x " + std::to_string(kv_heads) + " KV heads x " +
+                       std::to_string(positions) + " positions x " + std::to_string(dim));
+      n *= uint64_t(f);
+    }
+    return size_t(n);
+  }
   KvCache(KvCache&&) = default;
   KvCache& operator=(KvCache&&) = default;
   KvCache(const KvCache&) = delete;
@@ -56,6 +77,24 @@ struct KvCache {
         std::copy_n(src.k.data() + src.index(l, h, 0), row, k.data() + index(l, h, 0));
         std::copy_n(src.v.data() + src.index(l, h, 0), row, v.data() + index(l, h, 0));
       }
+  }
+
+  // Grows the capacity to at least `positions` (never shrinks). Every row of the old capacity
+  // keeps its bits and its (layer, head, position); the rest is zero. The cost is a copy of
+  // the whole cache, which is why the engine grows geometrically.
+  void reserve(int positions) {
+    EMBER_CHECK(positions >= 0);
+    if (positions <= capacity) return;
+    KvCache g(n_layers, n_kv_heads, head_dim, positions);
+    g.n_pos = n_pos;
+    const size_t row = size_t(capacity) * size_t(head_dim);
+    if (row > 0)
+      for (int l = 0; l < n_layers; ++l)
+        for (int h = 0; h < n_kv_heads; ++h) {
+          std::copy_n(k.data() + index(l, h, 0), row, g.k.data() + g.index(l, h, 0));
+          std::copy_n(v.data() + index(l, h, 0), row, g.v.data() + g.index(l, h, 0));
+        }
+    *this = std::move(g);
   }
 
   size_t index(int layer, int head, int pos) const {

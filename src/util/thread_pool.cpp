@@ -1,10 +1,37 @@
 #include "util/thread_pool.h"
 
+#include <sched.h>
+
 #include "util/error.h"
 
 namespace ember {
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+namespace {
+// About 50-100 microseconds of polling: longer than the gaps between the parallel sections of
+// a decode step, short enough not to matter when a pool sits idle.
+constexpr int kSpinIterations = 4000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
+int cores_available() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? int(hw) : 1;
+}
+
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads < 1 ? 1 : n_threads),
+      spin_iterations_(n_threads_ <= cores_available() ? kSpinIterations : 0) {
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
 }
 
@@ -24,18 +51,6 @@ static void run_chunk(const std::function<void(int64_t, int64_t)>& fn, int64_t n
   if (begin < end) fn(begin, end);
 }
 
-namespace {
-// About 50-100 microseconds of polling: longer than the gaps between the parallel sections of
-// a decode step, short enough not to matter when a pool sits idle.
-constexpr int kSpinIterations = 4000;
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-}  // namespace
-
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   if (n_threads_ == 1 || n == 1) {
@@ -51,7 +66,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   }
   cv_start_.notify_all();
   run_chunk(fn, n, 0, n_threads_);
-  for (int i = 0; i < kSpinIterations && pending_.load(std::memory_order_acquire) != 0; ++i)
+  for (int i = 0; i < spin_iterations_ && pending_.load(std::memory_order_acquire) != 0; ++i)
     cpu_relax();
   if (pending_.load(std::memory_order_acquire) != 0) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -64,7 +79,7 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
 void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
-    for (int i = 0; i < kSpinIterations && !stop_.load(std::memory_order_relaxed) &&
+    for (int i = 0; i < spin_iterations_ && !stop_.load(std::memory_order_relaxed) &&
                     generation_.load(std::memory_order_acquire) == seen;
          ++i)
       cpu_relax();

@@ -98,6 +98,14 @@ TEST(MappedCache, IdentityMapOntoItsOwnModelReplaysTheNativeContinuation) {
   ASSERT_GE(out.size(), expect.size() + 1);
   EXPECT_EQ(out.substr(out.size() - expect.size() - 1), expect + "\n") << out;
   EXPECT_NE(out.find("MAPPED cache"), std::string::npos) << out;
+  // Issue 12, defect 4: positions past the target's context length (128) are refused before
+  // anything is evaluated, unless --allow-past-context.
+  EXPECT_EQ(test::run_command(bin + " map replay --mapped " + dir + "/mapped --model " + base + " -n 200", &out), 2) << out;
+  EXPECT_NE(out.find("-n: steps: expected at most "), std::string::npos) << out;
+  EXPECT_NE(out.find("--allow-past-context to go past it), found 200"), std::string::npos) << out;
+  EXPECT_EQ(out.find("MAPPED cache"), std::string::npos) << out;
+  EXPECT_EQ(test::run_command(bin + " map replay --allow-past-context --mapped " + dir + "/mapped --model " + base +
+                                  " -n 200", &out), 0) << out;
   // kv compare accepts the mapped cache against the native snapshot of the same prefix, says
   // it is mapped, and (identity map) finds no difference.
   ASSERT_EQ(test::run_command(bin + " kv compare " + dir + "/snap " + dir + "/mapped --json", &out), 0) << out;

@@ -187,27 +187,35 @@ TEST(Partial, ProjectKvAndAnchorRecomputeMatchForward) {
 }
 
 TEST(Partial, RejectsBadRangesPositionsAndTokens) {
-  auto m = test::make_tiny_model(test::TinySpec{});
+  auto m = test::make_tiny_model(test::TinySpec{});  // context_length 256
   Engine e(m, EngineOptions{1});
   KvCache cache = e.new_cache(4);
   std::vector<float> x(size_t(4) * 256);
   EXPECT_THROW(e.run_layers(1, 0, cache, 0, 1, x.data()), Error);
   EXPECT_THROW(e.run_layers(0, 3, cache, 0, 1, x.data()), Error);
-  EXPECT_THROW(e.run_layers(0, 1, cache, 2, 3, x.data()), Error);  // past capacity
+  EXPECT_THROW(e.run_layers(0, 1, cache, 254, 3, x.data()), Error);  // past the context length
+  EXPECT_THROW(e.run_layers(0, 1, cache, -1, 1, x.data()), Error);
+  EXPECT_EQ(cache.capacity, 4);  // a refused call does not grow the cache
   EXPECT_THROW(e.project_kv(2, x.data(), 1, 0, cache), Error);
   const std::vector<int32_t> bad = {96};
   EXPECT_THROW(e.forward(cache, bad), Error);
-  const std::vector<int32_t> five = {1, 2, 3, 4, 5};
-  EXPECT_THROW(e.forward(cache, five), Error);
   EXPECT_EQ(cache.n_pos, 0);
   KvCache wrong(1, 2, 64, 4);
   const std::vector<int32_t> one = {1};
   EXPECT_THROW(e.forward(wrong, one), Error);
+  // Past the capacity the cache grows; past the context length the engine refuses.
+  const std::vector<int32_t> five = {1, 2, 3, 4, 5};
+  e.forward(cache, five);
+  EXPECT_EQ(cache.n_pos, 5);
+  EXPECT_EQ(cache.capacity, 8);
+  const std::vector<int32_t> rest(252, 7);
   try {
-    e.forward(cache, five);
+    e.forward(cache, rest);
+    ADD_FAILURE() << "positions [5, 257) evaluated";
   } catch (const Error& err) {
-    EXPECT_NE(std::string(err.what()).find("capacity"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("context length 256"), std::string::npos) << err.what();
   }
+  EXPECT_EQ(cache.n_pos, 5);
 }
 
 }  // namespace

@@ -67,5 +67,67 @@ TEST(RunCli, RejectsBadInput) {
   EXPECT_EQ(test::run_command(test::ember_binary() + " run -n 2 --model " + model, &out), 2);
 }
 
+std::string run_stories(const std::string& flags, int* rc) {
+  std::string out;
+  *rc = test::run_command(test::ember_binary() + " run --model " +
+                              test::shared_path("models/stories260K.gguf") + " " + flags, &out);
+  return out;
+}
+
+// Issue 12, defect 3: --threads -1 silently meant all cores; 1000 was accepted and spun.
+TEST(RunCli, ThreadCountsAreCheckedOneWay) {
+  int rc = 0;
+  std::string out = run_stories("--threads -1 -n 2 --prompt-ids 1", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--threads: thread count: expected 0 (the cores present) or a positive count, "
+                     "found -1"), std::string::npos) << out;
+  // Clamped to the cores present, said on stderr; the text is the same as with 2 threads.
+  out = run_stories("--threads 1000 -n 8 --prompt 'Once upon a time'", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("ember: --threads 1000 is more than the "), std::string::npos) << out;
+  EXPECT_NE(out.find("cores present; using "), std::string::npos) << out;
+  EXPECT_NE(out.find(", there was a little girl\n"), std::string::npos) << out;
+  // Absent: the cores present, and the summary says so.
+  out = run_stories("-n 2 --prompt-ids 1", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find(" threads (the cores present), "), std::string::npos) << out;
+}
+
+// Issue 12, defect 4: prompts and generation past the context ran silently. stories260K's
+// GGUF says context_length 128.
+TEST(RunCli, PastTheContextIsRefusedUnlessAllowed) {
+  int rc = 0;
+  std::string out = run_stories("--quiet -n 128 --prompt-ids 1", &rc);  // positions [0, 128)
+  EXPECT_EQ(rc, 0) << out;
+  out = run_stories("--quiet -n 129 --prompt-ids 1", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("-n: steps: expected at most 128 (with 1 input positions, input + steps - 1 <= 128) "
+                     "(the model's context length; --allow-past-context to go past it), found 129"),
+            std::string::npos) << out;
+  std::string ids = "1";
+  for (int i = 1; i < 130; ++i) ids += ",13";
+  out = run_stories("--quiet -n 1 --prompt-ids " + ids, &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--prompt-ids: tokens: expected at most 128 positions"), std::string::npos) << out;
+  // Allowed: it runs, and says it went past the context even with --quiet.
+  out = run_stories("--quiet --ignore-eos --allow-past-context -n 140 --prompt-ids 1", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("past the model's context length 128 (--allow-past-context)"), std::string::npos) << out;
+}
+
+// Issue 12, defect 5: -n 2147483647 overflowed an int in the cache size (UB; UBSan in the
+// sanitizer build). Now a limit refused by name before anything is allocated.
+TEST(RunCli, HugeStepCountsAreRefusedByName) {
+  int rc = 0;
+  std::string out = run_stories("-n 2147483647 --prompt-ids 1,13", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("-n: steps: expected at most 127 "), std::string::npos) << out;
+  EXPECT_NE(out.find("found 2147483647"), std::string::npos) << out;
+  out = run_stories("--allow-past-context -n 2147483647 --prompt-ids 1,13", &rc);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("-n: steps: expected at most 16777215 "), std::string::npos) << out;
+  EXPECT_NE(out.find("(the most positions a cache holds), found 2147483647"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace ember

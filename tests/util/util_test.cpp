@@ -182,5 +182,23 @@ TEST(ThreadPool, CoversRangeOnce) {
   for (int h : hits) EXPECT_EQ(h, 1);
 }
 
+// Issue 12, defect 3: 1000 threads on 4 cores spun idle against the threads with work (8
+// tokens: > 30 s instead of 0.26 s). An oversubscribed pool sleeps instead of spinning, and
+// still covers its range exactly once.
+TEST(ThreadPool, OversubscribedPoolDoesNotSpin) {
+  const int cores = cores_available();
+  ASSERT_GE(cores, 1);
+  EXPECT_TRUE(ThreadPool(cores).spins());
+  ThreadPool pool(cores + 3);
+  EXPECT_FALSE(pool.spins());
+  for (int round = 0; round < 50; ++round) {
+    std::vector<int> hits(257, 0);
+    pool.parallel_for(257, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+    });
+    for (int h : hits) ASSERT_EQ(h, 1);
+  }
+}
+
 }  // namespace
 }  // namespace ember
