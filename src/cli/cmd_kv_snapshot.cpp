@@ -158,7 +158,7 @@ void add_verify(CLI::App& kv) {
   c->callback([o] {
     const kv::VerifyReport r = kv::verify_snapshot(o->dir);
     if (o->json) {
-      std::fputs(kv::canonical_json(r.to_json()).c_str(), stdout);
+      std::fputs(kv::pretty_json(r.to_json()).c_str(), stdout);
     } else {
       for (const auto& ch : r.checks)
         std::printf("%-22s %s%s%s\n", ch.name.c_str(), ch.status.c_str(), ch.detail.empty() ? "" : ": ",

@@ -106,7 +106,7 @@ std::string SnapshotManifest::to_json() const {
     return ordered_json{{"file", e.file}, {"bytes", e.bytes}, {"sha256", e.sha256}};
   };
   j["payload"] = {{"keys", entry(keys)}, {"values", entry(values)}};
-  return canonical_json(j);
+  return pretty_json(j);
 }
 
 SnapshotManifest SnapshotManifest::from_json(const std::string& text, const std::string& where) {

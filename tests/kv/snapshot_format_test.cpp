@@ -53,7 +53,7 @@ void edit_manifest(const std::string& dir, const std::function<void(kv::ordered_
   const std::string path = dir + "/manifest.json";
   kv::ordered_json j = kv::ordered_json::parse(slurp(path));
   fn(j);
-  spit(path, kv::canonical_json(j));
+  spit(path, kv::pretty_json(j));
 }
 
 TEST(SnapshotManifest, CanonicalJsonIsStableAndRoundTrips) {
