@@ -56,8 +56,9 @@ void run(const RunArgs& a) {
                  "(or pass --prompt-ids)", "none");
     // --pack: validated briefing (schema, allowlist, size in characters and tokens), then
     // the prompt; its token cost is reported on stderr (docs/contracts.md).
-    const std::string text = a.pack.empty() ? a.prompt : apply_pack(a.pack, a.allow, *tokenizer, a.prompt);
-    prompt = tokenizer->encode(text, !a.no_bos && tokenizer->add_bos_default());
+    const bool bos = !a.no_bos && tokenizer->add_bos_default();
+    prompt = a.pack.empty() ? tokenizer->encode(a.prompt, bos)
+                            : apply_pack(a.pack, a.allow, *tokenizer, a.prompt, bos);
     if (prompt.empty()) fail_field("--prompt", "tokens", "at least one", "none");
   }
   for (int32_t id : prompt)
