@@ -17,6 +17,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 namespace ember::cli {
 namespace {
@@ -162,9 +163,9 @@ void add_verify(CLI::App& kv) {
     } else {
       for (const auto& ch : r.checks)
         std::printf("%-22s %s%s%s\n", ch.name.c_str(), ch.status.c_str(), ch.detail.empty() ? "" : ": ",
-                    ch.detail.c_str());
+                    printable(ch.detail).c_str());
       if (r.ok)
-        std::printf("%s: ok (%d positions, resume token %d at position %lld)\n", o->dir.c_str(),
+        std::printf("%s: ok (%d positions, resume token %d at position %lld)\n", printable(o->dir).c_str(),
                     r.manifest.geometry.positions, int(r.manifest.resume.token),
                     static_cast<long long>(r.manifest.resume.position));
     }
