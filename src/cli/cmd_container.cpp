@@ -9,6 +9,7 @@
 #include "kv/kvc1_snapshot.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 namespace ember::cli {
 
@@ -83,9 +84,11 @@ void run_inspect(const KvcArgs& a) {
     if (!failure.empty()) throw CheckFailed{failure};
     return;
   }
-  std::printf("%s: KVC1 v1, %llu bytes, artifact %s\n", a.in.c_str(), (unsigned long long)f.file_length(),
-              f.artifact_kind().c_str());
-  for (const auto& [k, v] : j["state"].items()) std::printf("  %-15s %s\n", k.c_str(), v.dump().c_str());
+  // Keys and values of the state come from the file: escaped (util/printable.h).
+  std::printf("%s: KVC1 v1, %llu bytes, artifact %s\n", printable(a.in).c_str(), (unsigned long long)f.file_length(),
+              printable(f.artifact_kind()).c_str());
+  for (const auto& [k, v] : j["state"].items())
+    std::printf("  %-15s %s\n", printable(k).c_str(), printable(v.dump()).c_str());
   std::printf("  %-5s %-4s %-5s %-16s %12s %12s  %s\n", "layer", "kind", "dtype", "shape", "offset", "length", "sha256");
   for (const auto& t : f.tensors())
     std::printf("  %-5u %-4s %-5s %-16s %12llu %12llu  %.16s\n", t.layer, t.is_value ? "V" : "K",

@@ -8,6 +8,7 @@
 #include "contract/pack.h"
 #include "contract/receipt.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 namespace ember::cli {
 
@@ -32,7 +33,7 @@ void run_contract_validate(const ContractArgs& a) {
                         {"errors", c.errors}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    for (const auto& e : c.errors) std::printf("%s: %s\n", a.file.c_str(), e.c_str());
+    for (const auto& e : c.errors) std::printf("%s: %s\n", printable(a.file).c_str(), printable(e).c_str());
     if (c.errors.empty()) std::printf("%s: valid %s\n", a.file.c_str(), c.schema.c_str());
   }
   if (!c.errors.empty())
@@ -50,10 +51,10 @@ void run_pack_validate(const PackArgs& a) {
     j["briefing_tokens"] = r.briefing_tokens ? nlohmann::json(*r.briefing_tokens) : nlohmann::json(nullptr);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    for (const auto& e : r.errors) std::printf("%s: %s\n", a.pack.c_str(), e.c_str());
+    for (const auto& e : r.errors) std::printf("%s: %s\n", printable(a.pack).c_str(), printable(e).c_str());
     if (r.ok()) {
       std::printf("%s: valid DOMCAP1 pack; tools:", a.pack.c_str());
-      for (const auto& t : r.tools) std::printf(" %s", t.c_str());
+      for (const auto& t : r.tools) std::printf(" %s", printable(t).c_str());
       std::printf("; briefing %zu characters", r.briefing_chars);
       if (r.briefing_tokens) std::printf(", %zu tokens", *r.briefing_tokens);
       std::printf("\n");

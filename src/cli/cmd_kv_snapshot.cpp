@@ -19,6 +19,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 namespace ember::cli {
 namespace {
@@ -152,13 +153,13 @@ void add_verify(CLI::App& kv) {
   c->callback([o] {
     const kv::VerifyReport r = kv::verify_snapshot(o->dir);
     if (o->json) {
-      std::fputs(kv::canonical_json(r.to_json()).c_str(), stdout);
+      std::fputs(kv::pretty_json(r.to_json()).c_str(), stdout);
     } else {
       for (const auto& ch : r.checks)
         std::printf("%-22s %s%s%s\n", ch.name.c_str(), ch.status.c_str(), ch.detail.empty() ? "" : ": ",
-                    ch.detail.c_str());
+                    printable(ch.detail).c_str());
       if (r.ok)
-        std::printf("%s: ok (%d positions, resume token %d at position %lld)\n", o->dir.c_str(),
+        std::printf("%s: ok (%d positions, resume token %d at position %lld)\n", printable(o->dir).c_str(),
                     r.manifest.geometry.positions, int(r.manifest.resume.token),
                     static_cast<long long>(r.manifest.resume.position));
     }

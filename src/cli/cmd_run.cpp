@@ -55,8 +55,9 @@ void run(const RunArgs& a) {
     // --pack: validated briefing (schema, allowlist, size in characters and tokens), then
     // the prompt; its token cost is reported on stderr (docs/contracts.md).
     const std::string& prompt_text = checked_prompt_text(a.prompt, "--prompt");
-    const std::string text = a.pack.empty() ? prompt_text : apply_pack(a.pack, a.allow, *tokenizer, prompt_text);
-    prompt = tokenizer->encode(text, !a.no_bos && tokenizer->add_bos_default());
+    const bool bos = !a.no_bos && tokenizer->add_bos_default();
+    prompt = a.pack.empty() ? tokenizer->encode(prompt_text, bos)
+                            : apply_pack(a.pack, a.allow, *tokenizer, prompt_text, bos);
     if (prompt.empty()) fail_field("--prompt", "tokens", "at least one", "none");
   }
   for (int32_t id : prompt)

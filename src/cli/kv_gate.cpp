@@ -178,7 +178,7 @@ GateOutcome run_replay_gate(const GateArgs& a) {
       g.summary = buf;
     }
   }
-  write_file_atomic(receipt, kv::canonical_json(r), true);
+  write_file_atomic(receipt, kv::pretty_json(r), true);
   return g;
 }
 

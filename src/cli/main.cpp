@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ember: export, verify, replay, compare and translate transformer KV caches"};
@@ -23,13 +24,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   } catch (const ember::cli::CheckFailed& e) {
-    if (!e.message.empty()) std::fprintf(stderr, "ember: %s\n", e.message.c_str());
+    if (!e.message.empty()) std::fprintf(stderr, "ember: %s\n", ember::printable(e.message).c_str());
     return 1;
   } catch (const ember::Error& e) {
-    std::fprintf(stderr, "ember: %s\n", e.what());
+    // The one place errors reach the terminal: escaped again (idempotent), for messages not
+    // built by fail()/fail_field().
+    std::fprintf(stderr, "ember: %s\n", ember::printable(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ember: unexpected error: %s\n", e.what());
+    std::fprintf(stderr, "ember: unexpected error: %s\n", ember::printable(e.what()).c_str());
     return 2;
   }
   return 0;

@@ -24,8 +24,9 @@ std::unique_ptr<contract::TokenCounter> make_token_counter(const std::string& mo
       [tk](std::string_view text) { return tk->encode(text, false, false).size(); });
 }
 
-std::string apply_pack(const std::string& pack_path, const std::string& allow_path,
-                       const tok::Tokenizer& tokenizer, const std::string& prompt) {
+std::vector<int32_t> apply_pack(const std::string& pack_path, const std::string& allow_path,
+                                const tok::Tokenizer& tokenizer, const std::string& prompt,
+                                bool add_bos) {
   if (allow_path.empty())
     fail_field("--pack", "--allow", "the host's tool allowlist (a pack never brings its own tools)", "none");
   const contract::TokenCounter count = [&tokenizer](std::string_view text) {
@@ -38,7 +39,10 @@ std::string apply_pack(const std::string& pack_path, const std::string& allow_pa
   std::fprintf(stderr, "ember: capability pack %s: briefing %zu characters, %zu tokens; tools: %s\n",
                r.pack["id"].get<std::string>().c_str(), r.briefing_chars, *r.briefing_tokens,
                tools.empty() ? "none" : tools.c_str());
-  return contract::inject_briefing(r.briefing, prompt);
+  const std::string text = contract::inject_briefing(r.briefing, prompt);
+  // Defect 6 (issue 12): the whole text used to be encoded with special-token parsing, so a
+  // briefing's "</s><s>" became EOS/BOS. Everything before the prompt is plain text.
+  return tokenizer.encode_plain_prefix(text, text.size() - prompt.size(), add_bos);
 }
 
 }  // namespace ember::cli

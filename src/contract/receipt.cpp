@@ -1,9 +1,14 @@
 #include "contract/receipt.h"
 
+#include <sys/stat.h>
+
+#include <map>
+
 #include "contract/json_schema.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/json_strict.h"
+#include "util/sha256.h"
 
 namespace ember::contract {
 
@@ -18,7 +23,81 @@ json endpoint_json(const Endpoint& e) {
   return j;
 }
 
+constexpr const char* kBridgeFormat = "ember.bridge-receipt.v1";
+
+bool is_bridge_receipt(const json& doc) {
+  return doc.is_object() && doc.contains("format") && doc["format"] == kBridgeFormat;
+}
+
+// The directory a receipt's relative evidence paths are read from: the receipt's own.
+std::string dir_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 }  // namespace
+
+std::vector<std::string> receipt_consistency(const json& r) {
+  std::vector<std::string> out;
+  if (!is_bridge_receipt(r)) return out;
+  // Every ember translator is token-aligned (position i of the source cache is position i of
+  // the target's): a receipt of any kind claims that both ends tokenize the same way.
+  const auto& st = r["source"]["tokenizer_identity"];
+  const auto& tt = r["target"]["tokenizer_identity"];
+  if (st != tt)
+    out.push_back("/target/tokenizer_identity: expected the source's tokenizer identity " + st.dump() +
+                  " (every ember translator is token-aligned), found " + tt.dump());
+  const auto& t = r["translator"];
+  if (t.contains("layers")) {
+    // The plan assigns each layer of the target exactly one role, layers 0..L-1, none missing:
+    // a layer in two lists, a layer past the others (beyond the model) or no layer at all is
+    // a receipt that describes no run.
+    std::map<int64_t, std::string> role_of;
+    for (const char* role : {"reused", "mapped", "recomputed"}) {
+      for (const auto& v : t["layers"][role]) {
+        const int64_t l = v.get<int64_t>();
+        const auto [it, fresh] = role_of.emplace(l, role);
+        if (!fresh)
+          out.push_back("/translator/layers: expected each layer in one role list, found layer " +
+                        std::to_string(l) + " in " + it->second + " and " + role);
+      }
+    }
+    if (role_of.empty()) {
+      out.push_back("/translator/layers: expected at least one layer, found empty role lists");
+    } else {
+      const int64_t n = int64_t(role_of.size());
+      const int64_t last = role_of.rbegin()->first;
+      if (last != n - 1)
+        out.push_back("/translator/layers: expected the layers 0.." + std::to_string(n - 1) +
+                      " of the model, found layer " + std::to_string(last) + " (layers missing below it)");
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> receipt_evidence_mismatches(const json& r, const std::string& receipt_path) {
+  std::vector<std::string> out;
+  if (!is_bridge_receipt(r) || !r.contains("evidence")) return out;
+  const auto& ev = r["evidence"];
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (!ev[i].contains("path")) continue;
+    std::string path = ev[i]["path"].get<std::string>();
+    if (path.empty()) continue;
+    if (path[0] != '/') path = dir_of(receipt_path) + "/" + path;
+    if (!is_regular_file(path)) continue;  // not here: nothing to check against
+    const std::string found = sha256_file_hex(path);
+    const std::string want = ev[i]["sha256"].get<std::string>();
+    if (found != want)
+      out.push_back("/evidence/" + std::to_string(i) + "/sha256: expected the SHA-256 of " + path + " (" +
+                    found + "), found " + want);
+  }
+  return out;
+}
 
 json BridgeReceipt::to_json() const {
   json j;
@@ -56,12 +135,16 @@ json BridgeReceipt::to_json() const {
 
 std::vector<std::string> validate_receipt(const json& receipt) {
   // Round-trip through text so a NaN metric (null in JSON) is judged as it would be on disk.
-  return builtin_schema("bridge-receipt").validate(json::parse(receipt.dump()));
+  const json on_disk = json::parse(receipt.dump());
+  std::vector<std::string> errors = builtin_schema("bridge-receipt").validate(on_disk);
+  if (errors.empty()) errors = receipt_consistency(on_disk);
+  return errors;
 }
 
 void write_contract_json(const std::string& path, const json& doc, bool force) {
   const json on_disk = json::parse(doc.dump());
-  const DocumentCheck check = validate_document(on_disk, path);
+  DocumentCheck check = validate_document(on_disk, path);
+  if (check.errors.empty()) check.errors = receipt_evidence_mismatches(on_disk, path);
   if (!check.errors.empty())
     fail(path, "refusing to write an invalid " + check.schema + " document: " + check.errors.front());
   write_file_atomic(path, doc.dump(2) + "\n", force);
@@ -80,11 +163,16 @@ DocumentCheck validate_document(const json& doc, std::string_view where) {
   std::string stem = schema.name();
   stem = stem.substr(stem.find('/') + 1);
   stem = stem.substr(0, stem.find(".schema.json"));
-  return {stem, schema.validate(doc)};
+  std::vector<std::string> errors = schema.validate(doc);
+  if (errors.empty()) errors = receipt_consistency(doc);  // only meaningful on a valid shape
+  return {stem, errors};
 }
 
 DocumentCheck validate_file(const std::string& path) {
-  return validate_document(parse_json_strict(read_file(path, 64u << 20), path), path);
+  const json doc = parse_json_strict(read_file(path, 64u << 20), path);
+  DocumentCheck check = validate_document(doc, path);
+  if (check.errors.empty()) check.errors = receipt_evidence_mismatches(doc, path);
+  return check;
 }
 
 }  // namespace ember::contract

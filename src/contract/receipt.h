@@ -65,8 +65,22 @@ struct BridgeReceipt {
   nlohmann::json to_json() const;
 };
 
-// Violations of the bridge-receipt schema, one line each; empty when valid.
+// Violations of the bridge-receipt schema, then of receipt_consistency(), one line each;
+// empty when valid.
 std::vector<std::string> validate_receipt(const nlohmann::json& receipt);
+
+// What the schema cannot say about a schema-valid bridge receipt, one "<pointer>: expected
+// ..., found ..." line each: source and target tokenizer identities differ (every ember
+// translator is token-aligned); translator.layers puts a layer in two role lists, lists no
+// layer at all, or is not exactly the layers 0..L-1 (a layer beyond the others: beyond the
+// model). Empty for any other document.
+std::vector<std::string> receipt_consistency(const nlohmann::json& receipt);
+
+// Evidence items whose `path` names a regular file that is present (relative paths from the
+// receipt's directory) must carry that file's SHA-256; one line per mismatch. An absent file
+// is not an error (the evidence may live elsewhere). Used by validate_file and write_receipt.
+std::vector<std::string> receipt_evidence_mismatches(const nlohmann::json& receipt,
+                                                     const std::string& receipt_path);
 
 // Validates, then writes pretty JSON atomically (refuses to overwrite without force).
 // Throws Error listing the first violation if the receipt is invalid.
@@ -82,7 +96,8 @@ struct DocumentCheck {
 // Throws Error (naming `where`) when the document has no known "format"; returns the
 // schema violations otherwise.
 DocumentCheck validate_document(const nlohmann::json& doc, std::string_view where);
-// Reads FILE strictly (duplicate keys, bad UTF-8 refused) and validates it.
+// Reads FILE strictly (duplicate keys, bad UTF-8 refused) and validates it (schema,
+// receipt_consistency, and receipt_evidence_mismatches against the files present).
 DocumentCheck validate_file(const std::string& path);
 
 }  // namespace ember::contract

@@ -1,9 +1,11 @@
 #include "gguf/summary.h"
 
 #include <cstdio>
+#include <deque>
 #include <map>
 
 #include "gguf/identity.h"
+#include "util/printable.h"
 
 namespace ember::gguf {
 
@@ -110,40 +112,44 @@ std::string summary_text(const ModelSummary& s, bool with_tensors) {
     out += buf;
     out += '\n';
   };
-  line("file:         %s (GGUF v%u, %llu bytes)", s.file.c_str(), s.gguf_version,
+  // Names and metadata strings come from the file: escaped (util/printable.h) so a tensor name
+  // holding ESC or NUL prints as \x1b / \x00 instead of driving the terminal or cutting the line.
+  std::deque<std::string> kept;  // keeps the escaped strings alive (a deque never moves them)
+  auto P = [&](const std::string& x) { return kept.emplace_back(printable(x)).c_str(); };
+  line("file:         %s (GGUF v%u, %llu bytes)", P(s.file), s.gguf_version,
        (unsigned long long)s.file_size);
-  line("identity:     %s", s.identity.c_str());
-  line("architecture: %s (%s)", s.architecture.c_str(), s.name.c_str());
+  line("identity:     %s", P(s.identity));
+  line("architecture: %s (%s)", P(s.architecture), P(s.name));
   line("geometry:     %lld layers, hidden %lld, %lld heads, %lld kv heads, head dim %lld, "
        "ffn %lld, vocab %lld, context %lld",
        (long long)s.layers, (long long)s.hidden, (long long)s.heads, (long long)s.kv_heads,
        (long long)s.head_dim, (long long)s.ffn, (long long)s.vocab, (long long)s.context);
   line("rope:         theta %g, %lld dims, layout %s, scaling %s (factor %g)", s.rope_theta,
-       (long long)s.rope_dimensions, s.rope_layout.c_str(), s.rope_scaling.c_str(),
+       (long long)s.rope_dimensions, P(s.rope_layout), P(s.rope_scaling),
        s.rope_scaling_factor);
   line("norm:         rms eps %g; qkv bias %s, qk norm %s, output %s", s.rms_eps,
        s.qkv_bias ? "yes" : "no", s.qk_norm ? "yes" : "no",
        s.tied_output ? "tied to token_embd" : "separate");
   line("tokenizer:    %s (pre %s), %lld tokens, bos %lld, eos %lld",
-       s.tokenizer_model.empty() ? "none" : s.tokenizer_model.c_str(),
-       s.tokenizer_pre.empty() ? "-" : s.tokenizer_pre.c_str(), (long long)s.tokenizer_size,
+       s.tokenizer_model.empty() ? "none" : P(s.tokenizer_model),
+       s.tokenizer_pre.empty() ? "-" : P(s.tokenizer_pre), (long long)s.tokenizer_size,
        (long long)s.bos, (long long)s.eos);
   std::map<std::string, int> counts;
-  for (const auto& t : s.tensors) counts[t.type]++;
+  for (const auto& t : s.tensors) counts[printable(t.type)]++;
   std::string types;
   for (const auto& [k, v] : counts) types += (types.empty() ? "" : ", ") + k + " " + std::to_string(v);
   line("tensors:      %zu, %llu bytes (%s)", s.tensors.size(),
        (unsigned long long)s.tensor_bytes, types.c_str());
   if (with_tensors) {
     size_t w = 4;
-    for (const auto& t : s.tensors) w = std::max(w, t.name.size());
+    for (const auto& t : s.tensors) w = std::max(w, printable(t.name).size());
     line("  %-*s  %-6s  %-22s  %s", int(w), "name", "type", "shape", "bytes");
     for (const auto& t : s.tensors) {
       std::string shape = "[";
       for (size_t i = 0; i < t.shape.size(); ++i)
         shape += (i ? ", " : "") + std::to_string(t.shape[i]);
       shape += "]";
-      line("  %-*s  %-6s  %-22s  %llu", int(w), t.name.c_str(), t.type.c_str(), shape.c_str(),
+      line("  %-*s  %-6s  %-22s  %llu", int(w), P(t.name), P(t.type), shape.c_str(),
            (unsigned long long)t.bytes);
     }
   }

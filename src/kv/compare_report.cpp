@@ -6,6 +6,7 @@
 #include "kv/compare.h"
 #include "util/f16.h"
 #include "util/sha256.h"
+#include "util/printable.h"
 
 namespace ember::kv {
 
@@ -130,7 +131,7 @@ std::string fmt(const char* f, double v) {
 std::string fmt_opt(const char* f, const std::optional<double>& v) {
   return v ? fmt(f, *v) : std::string("-");
 }
-std::string short_id(const std::string& s) { return s.empty() ? "-" : s.substr(0, 16); }
+std::string short_id(const std::string& s) { return s.empty() ? "-" : printable(s.substr(0, 16)); }
 
 }  // namespace
 
@@ -194,9 +195,10 @@ std::string report_json(const CompareReport& r) {
 std::string report_table(const CompareReport& r) {
   std::string o;
   auto side = [&](const char* name, const SideSummary& s) {
-    o += std::string(name) + ": " + s.identity.kind + " state, model " +
-         short_id(s.identity.model_identity) + " (" + s.identity.architecture + ", " +
-         s.identity.weights + "), snapshot " + short_id(s.identity.snapshot_id) +
+    // Strings from the two manifests are escaped (util/printable.h): one line each, no ESC.
+    o += std::string(name) + ": " + printable(s.identity.kind) + " state, model " +
+         short_id(s.identity.model_identity) + " (" + printable(s.identity.architecture) + ", " +
+         printable(s.identity.weights) + "), snapshot " + short_id(s.identity.snapshot_id) +
          ", resume token " + std::to_string(s.resume_token) + "\n";
   };
   side("LEFT ", r.left);
@@ -205,7 +207,7 @@ std::string report_table(const CompareReport& r) {
        std::to_string(r.coords.n_kv_heads) + " KV heads x head_dim " +
        std::to_string(r.coords.head_dim) + ", " + std::to_string(r.coords.n_pos) +
        " prefix positions\n";
-  o += r.crossing.statement + "\n";
+  o += printable(r.crossing.statement) + "\n";
   if (r.perturbation) {
     const PerturbReceipt& p = *r.perturbation;
     o += "RIGHT perturbed in memory by receipt " + short_id(r.perturbation_receipt_sha256) +

@@ -331,7 +331,7 @@ std::string state_manifest_json(const SnapshotManifest& m, const MappedProvenanc
       fail_field(where, "signature", "a signature of this manifest's seal " + seal, "a signature of another manifest");
     j[kSignatureKey] = signature_to_json(*m.signature);
   }
-  return canonical_json(j);
+  return pretty_json(j);
 }
 
 std::string state_seal(const SnapshotManifest& m, const MappedProvenance* mapping) {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <set>
 
+#include "util/json_fields.h"
 #include "util/json_strict.h"
 #include "util/atomic_file.h"
 #include "util/byte_io.h"
@@ -16,24 +17,6 @@ namespace {
 constexpr int kMaxDim = 1 << 16;
 constexpr int kMaxLayers = 1024;
 constexpr int64_t kMaxRows = int64_t(1) << 24;
-
-int get_int(const nlohmann::json& j, const char* key, int lo, int hi, const std::string& where,
-            const std::string& prefix) {
-  if (!j.contains(key) || !j[key].is_number_integer())
-    fail_field(where, prefix + key, "an integer", j.contains(key) ? j[key].dump() : "missing");
-  const int64_t v = j[key].get<int64_t>();
-  if (v < lo || v > hi)
-    fail_field(where, prefix + key, "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
-               std::to_string(v));
-  return int(v);
-}
-
-std::string get_str(const nlohmann::json& j, const char* key, const std::string& where,
-                    const std::string& prefix) {
-  if (!j.contains(key) || !j[key].is_string())
-    fail_field(where, prefix + key, "a string", j.contains(key) ? j[key].dump() : "missing");
-  return j[key].get<std::string>();
-}
 
 // Per-block array sizes, in payload order.
 struct BlockSizes {
@@ -57,15 +40,15 @@ nlohmann::json ModelGeometry::to_json() const {
           {"n_kv_heads", n_kv_heads}, {"head_dim", head_dim}, {"n_embd", n_embd}};
 }
 
-ModelGeometry ModelGeometry::from_json(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) fail_field(where, "model", "an object", j.type_name());
+ModelGeometry ModelGeometry::from_json(StrictObject o) {
   ModelGeometry g;
-  g.identity = get_str(j, "identity", where, "model.");
-  g.arch = get_str(j, "arch", where, "model.");
-  g.n_layers = get_int(j, "n_layers", 1, kMaxLayers, where, "model.");
-  g.n_kv_heads = get_int(j, "n_kv_heads", 1, kMaxDim, where, "model.");
-  g.head_dim = get_int(j, "head_dim", 1, kMaxDim, where, "model.");
-  g.n_embd = get_int(j, "n_embd", 1, kMaxDim, where, "model.");
+  g.identity = o.string("identity", 128);
+  g.arch = o.string("arch", 64);
+  g.n_layers = int(o.integer("n_layers", 1, kMaxLayers));
+  g.n_kv_heads = int(o.integer("n_kv_heads", 1, kMaxDim));
+  g.head_dim = int(o.integer("head_dim", 1, kMaxDim));
+  g.n_embd = int(o.integer("n_embd", 1, kMaxDim));
+  o.done();
   return g;
 }
 
@@ -177,30 +160,25 @@ void CalibrationSet::write(const std::string& dir, bool force) const {
 CalibrationSet CalibrationSet::read(const std::string& dir) {
   const std::string mpath = dir + "/manifest.json";
   const nlohmann::json m = ember::parse_json_strict(read_file(mpath, size_t(1) << 28), mpath);
-  if (!m.is_object()) fail_field(mpath, "manifest", "an object", m.type_name());
-  const std::string fmt = get_str(m, "format", mpath, "");
-  if (fmt != kCalibrationFormat) fail_field(mpath, "format", kCalibrationFormat, fmt);
+  StrictObject top(m, "", mpath);
+  top.expect_string("format", kCalibrationFormat);
   CalibrationSet s;
-  if (!m.contains("source") || !m.contains("target")) fail_field(mpath, "source/target", "objects", "missing");
-  s.source = ModelGeometry::from_json(m["source"], mpath);
-  s.target = ModelGeometry::from_json(m["target"], mpath);
-  s.tokenizer_identity = get_str(m, "tokenizer_identity", mpath, "");
-  s.shared_layers = get_int(m, "shared_layers", 0, kMaxLayers, mpath, "");
-  const std::string ks = get_str(m, "key_state", mpath, "");
-  if (ks != kKeyState) fail_field(mpath, "key_state", kKeyState, ks);
-  const std::string vs = get_str(m, "value_state", mpath, "");
-  if (vs != kValueState) fail_field(mpath, "value_state", kValueState, vs);
-  if (!m.contains("split")) fail_field(mpath, "split", "an object", "missing");
-  s.split = PromptSplit::from_json(m["split"], mpath);
-  if (!m.contains("payload") || !m["payload"].is_object())
-    fail_field(mpath, "payload", "an object", "missing");
-  const auto& p = m["payload"];
-  if (get_str(p, "file", mpath, "payload.") != "rows.f32le")
-    fail_field(mpath, "payload.file", "rows.f32le", p["file"].dump());
-  if (!p.contains("bytes") || !p["bytes"].is_number_unsigned())
-    fail_field(mpath, "payload.bytes", "an unsigned integer", "missing");
-  const uint64_t bytes = p["bytes"].get<uint64_t>();
-  const std::string sha = get_str(p, "sha256", mpath, "payload.");
+  s.source = ModelGeometry::from_json(top.object("source"));
+  s.target = ModelGeometry::from_json(top.object("target"));
+  s.tokenizer_identity = top.string("tokenizer_identity", 128);
+  s.shared_layers = int(top.integer("shared_layers", 0, kMaxLayers));
+  top.expect_string("key_state", kKeyState);
+  top.expect_string("value_state", kValueState);
+  s.split = PromptSplit::from_json(top.object("split"));
+  uint64_t bytes = 0;
+  std::string sha;
+  {
+    StrictObject p = top.object("payload");
+    p.expect_string("file", "rows.f32le");
+    bytes = p.unsigned_integer("bytes", UINT64_MAX);
+    sha = p.string("sha256", 128);
+    p.done();
+  }
   const std::string ppath = dir + "/rows.f32le";
   const auto mapping = MappedFile::open(ppath);
   const MappedFile& data = *mapping;
@@ -208,26 +186,25 @@ CalibrationSet CalibrationSet::read(const std::string& dir) {
     fail_field(ppath, "size", std::to_string(bytes) + " bytes", std::to_string(data.size()) + " bytes");
   const std::string found = sha256_hex(data.data(), data.size());
   if (found != sha) fail_field(ppath, "sha256", sha, found);
-  if (!m.contains("blocks") || !m["blocks"].is_array())
-    fail_field(mpath, "blocks", "an array", "missing");
+  const nlohmann::json& blocks = top.array("blocks");
+  top.done();
   ByteReader r(data.data(), data.size(), ppath);
-  for (size_t i = 0; i < m["blocks"].size(); ++i) {
-    const auto& bj = m["blocks"][i];
-    const std::string field = "blocks[" + std::to_string(i) + "].";
-    const std::string hash = get_str(bj, "prompt_hash", mpath, field);
-    const std::string part = get_str(bj, "part", mpath, field);
-    if (part != "calib" && part != "eval") fail_field(mpath, field + "part", "calib or eval", part);
-    const int rows = get_int(bj, "rows", 1, int(kMaxRows), mpath, field);
-    if (!bj.contains("offset") || !bj["offset"].is_number_unsigned() ||
-        bj["offset"].get<uint64_t>() != r.offset())
-      fail_field(mpath, field + "offset", std::to_string(r.offset()),
-                 bj.contains("offset") ? bj["offset"].dump() : "missing");
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    StrictObject bj = top.object_at("blocks", blocks, i);
+    const std::string hash = bj.string("prompt_hash", 128);
+    const std::string part = bj.string("part", 16);
+    if (part != "calib" && part != "eval") fail_field(mpath, bj.field("part"), "calib or eval", part);
+    const int rows = int(bj.integer("rows", 1, kMaxRows));
+    const uint64_t offset = bj.unsigned_integer("offset", UINT64_MAX);
+    if (offset != r.offset())
+      fail_field(mpath, bj.field("offset"), std::to_string(r.offset()), std::to_string(offset));
+    bj.done();
     const BlockSizes z = sizes_for(s, rows);
     if (z.total() * sizeof(float) > r.remaining())
-      fail_field(ppath, field + "rows", "within the payload", "past its end");
+      fail_field(ppath, bj.field("rows"), "within the payload", "past its end");
     CalibBlock b = s.new_block(hash, part == "calib" ? SplitPart::calib : SplitPart::eval, rows);
     for (auto* v : {&b.src_k, &b.src_v, &b.tgt_k, &b.tgt_v, &b.src_res, &b.tgt_res})
-      std::memcpy(v->data(), r.take(v->size() * sizeof(float), field + "data"), v->size() * sizeof(float));
+      std::memcpy(v->data(), r.take(v->size() * sizeof(float), bj.path() + ".data"), v->size() * sizeof(float));
     s.blocks.push_back(std::move(b));
   }
   if (r.remaining() != 0)

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "map/split.h"
+#include "util/json_fields.h"
 
 namespace ember::map {
 
@@ -32,7 +33,8 @@ struct ModelGeometry {
   int n_embd = 0;
 
   nlohmann::json to_json() const;
-  static ModelGeometry from_json(const nlohmann::json& j, const std::string& where);
+  // Strict: exactly these six keys (errors name o's file and path, e.g. "source.n_layers").
+  static ModelGeometry from_json(StrictObject o);
   bool same_shape(const ModelGeometry& o) const {
     return n_layers == o.n_layers && n_kv_heads == o.n_kv_heads && head_dim == o.head_dim &&
            n_embd == o.n_embd;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "util/json_fields.h"
 #include "util/json_strict.h"
 #include "util/atomic_file.h"
 #include "util/byte_io.h"
@@ -13,15 +14,9 @@
 namespace ember::map {
 namespace {
 
-nlohmann::json r2_json(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
-double r2_from(const nlohmann::json& j, const char* key, const std::string& where,
-               const std::string& field) {
-  if (!j.contains(key)) fail_field(where, field + key, "a number or null", "missing");
-  if (j[key].is_null()) return std::nan("");
-  if (!j[key].is_number()) fail_field(where, field + key, "a number or null", j[key].dump());
-  return j[key].get<double>();
-}
+constexpr int kMaxLayersRead = 1024;  // as ModelGeometry allows
 
+nlohmann::json r2_json(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 // Weights payload order: for each (layer, head): K w, K b, V w, V b; then each residual map
 // w, b. All f64 little-endian.
 void write_weights(const Mapper& m, ByteSink& out) {
@@ -120,7 +115,7 @@ nlohmann::json Mapper::manifest() const {
 }
 
 std::string Mapper::hash() const {
-  return sha256_hex(std::string(kMapperFormat) + "\n" + manifest().dump());
+  return sha256_hex(std::string(kMapperFormat) + "\n" + canonical_json(manifest()));
 }
 
 void Mapper::write(const std::string& dir, bool force) const {
@@ -141,92 +136,93 @@ void Mapper::write(const std::string& dir, bool force) const {
 Mapper Mapper::read(const std::string& dir) {
   const std::string mpath = dir + "/manifest.json";
   const nlohmann::json m = ember::parse_json_strict(read_file(mpath, size_t(1) << 26), mpath);
-  if (!m.is_object()) fail_field(mpath, "manifest", "an object", m.type_name());
-  auto str = [&](const char* k) {
-    if (!m.contains(k) || !m[k].is_string()) fail_field(mpath, k, "a string", m.contains(k) ? m[k].dump() : "missing");
-    return m[k].get<std::string>();
-  };
-  if (str("format") != kMapperFormat) fail_field(mpath, "format", kMapperFormat, str("format"));
+  // Every key is read (done() refuses the rest), so the mapper hash, recomputed from what
+  // was read, covers the whole manifest: an added field cannot ride along unhashed.
+  StrictObject top(m, "", mpath);
+  top.expect_string("format", kMapperFormat);
   Mapper mp;
-  mp.kind = parse_mapper_kind(str("kind"), mpath);
-  if (!m.contains("lambda") || !m["lambda"].is_number()) fail_field(mpath, "lambda", "a number", "missing");
-  mp.lambda = m["lambda"].get<double>();
-  for (const char* k : {"affine", "anchor_identity"})
-    if (!m.contains(k) || !m[k].is_boolean()) fail_field(mpath, k, "a boolean", "missing");
-  mp.affine = m["affine"].get<bool>();
-  mp.anchor_identity = m["anchor_identity"].get<bool>();
-  if (!m.contains("source") || !m.contains("target")) fail_field(mpath, "source/target", "objects", "missing");
-  mp.source = ModelGeometry::from_json(m["source"], mpath);
-  mp.target = ModelGeometry::from_json(m["target"], mpath);
+  mp.kind = parse_mapper_kind(top.string("kind", 64), mpath);
+  mp.lambda = top.number("lambda");
+  mp.affine = top.boolean("affine");
+  mp.anchor_identity = top.boolean("anchor_identity");
+  mp.source = ModelGeometry::from_json(top.object("source"));
+  mp.target = ModelGeometry::from_json(top.object("target"));
   if (mp.source.n_layers != mp.target.n_layers || mp.source.n_kv_heads != mp.target.n_kv_heads)
     fail_field(mpath, "target", "the source's layer and KV head counts", "different counts");
-  mp.tokenizer_identity = str("tokenizer_identity");
-  mp.split_hash = str("calibration_split_hash");
-  if (str("key_space") != kKeyState) fail_field(mpath, "key_space", kKeyState, str("key_space"));
-  if (str("value_state") != kValueState) fail_field(mpath, "value_state", kValueState, str("value_state"));
-  for (const char* k : {"shared_layers", "calib_rows", "eval_rows"})
-    if (!m.contains(k) || !m[k].is_number_integer() || m[k].get<int64_t>() < 0)
-      fail_field(mpath, k, "a non-negative integer", m.contains(k) ? m[k].dump() : "missing");
-  mp.shared_layers = m["shared_layers"].get<int>();
-  if (mp.shared_layers > mp.target.n_layers)
-    fail_field(mpath, "shared_layers", "<= n_layers", std::to_string(mp.shared_layers));
-  mp.calib_rows = m["calib_rows"].get<int64_t>();
-  mp.eval_rows = m["eval_rows"].get<int64_t>();
-  if (!m.contains("weights") || !m["weights"].is_object()) fail_field(mpath, "weights", "an object", "missing");
-  const auto& w = m["weights"];
-  if (!w.contains("file") || w["file"] != "weights.f64le")
-    fail_field(mpath, "weights.file", "weights.f64le", w.value("file", nlohmann::json()).dump());
-  if (!w.contains("sha256") || !w["sha256"].is_string()) fail_field(mpath, "weights.sha256", "a string", "missing");
+  mp.tokenizer_identity = top.string("tokenizer_identity", 128);
+  mp.split_hash = top.string("calibration_split_hash", 128);
+  top.expect_string("key_space", kKeyState);
+  top.expect_string("value_state", kValueState);
+  mp.shared_layers = int(top.integer("shared_layers", 0, mp.target.n_layers));
+  mp.calib_rows = top.integer("calib_rows", 0, INT64_MAX);
+  mp.eval_rows = top.integer("eval_rows", 0, INT64_MAX);
   const std::string wpath = dir + "/weights.f64le";
+  std::string weights_sha;
+  uint64_t weights_bytes = 0;
+  {
+    StrictObject w = top.object("weights");
+    w.expect_string("file", "weights.f64le");
+    weights_bytes = w.unsigned_integer("bytes", UINT64_MAX);
+    weights_sha = w.string("sha256", 128);
+    w.done();
+  }
   const auto mapping = MappedFile::open(wpath);
+  if (mapping->size() != weights_bytes)
+    fail_field(wpath, "size", std::to_string(weights_bytes) + " bytes (weights.bytes)",
+               std::to_string(mapping->size()) + " bytes");
   const std::string found = sha256_hex(mapping->data(), mapping->size());
-  if (found != w["sha256"].get<std::string>())
-    fail_field(wpath, "sha256", w["sha256"].get<std::string>(), found);
+  if (found != weights_sha) fail_field(wpath, "sha256", weights_sha, found);
   ByteReader r(mapping->data(), mapping->size(), wpath);
 
-  if (!m.contains("layers") || !m["layers"].is_array() || int(m["layers"].size()) != mp.target.n_layers)
-    fail_field(mpath, "layers", std::to_string(mp.target.n_layers) + " entries", "another count");
+  const nlohmann::json& layers = top.array("layers", size_t(kMaxLayersRead));
+  if (int64_t(layers.size()) != mp.target.n_layers)
+    fail_field(mpath, "layers", std::to_string(mp.target.n_layers) + " entries",
+               std::to_string(layers.size()) + " entries");
   for (int l = 0; l < mp.target.n_layers; ++l) {
-    const auto& lj = m["layers"][size_t(l)];
-    if (!lj.contains("heads") || !lj["heads"].is_array() || int(lj["heads"].size()) != mp.target.n_kv_heads)
-      fail_field(mpath, "layers[" + std::to_string(l) + "].heads",
-                 std::to_string(mp.target.n_kv_heads) + " entries", "another count");
+    StrictObject lj = top.object_at("layers", layers, size_t(l));
+    if (lj.integer("layer", 0, INT32_MAX) != l)
+      fail_field(mpath, lj.field("layer"), std::to_string(l), "another layer");
+    const nlohmann::json& heads = lj.array("heads");
+    if (int64_t(heads.size()) != mp.target.n_kv_heads)
+      fail_field(mpath, lj.field("heads"), std::to_string(mp.target.n_kv_heads) + " entries",
+                 std::to_string(heads.size()) + " entries");
     for (int h = 0; h < mp.target.n_kv_heads; ++h) {
-      const std::string field = "layers[" + std::to_string(l) + "].heads[" + std::to_string(h) + "].";
-      const auto& hj = lj["heads"][size_t(h)];
+      StrictObject hj = lj.object_at("heads", heads, size_t(h));
+      if (hj.integer("head", 0, INT32_MAX) != h)
+        fail_field(mpath, hj.field("head"), std::to_string(h), "another head");
       HeadMaps hm;
-      hm.k_r2_train = r2_from(hj, "k_r2_train", mpath, field);
-      hm.k_r2_eval = r2_from(hj, "k_r2_eval", mpath, field);
-      hm.v_r2_train = r2_from(hj, "v_r2_train", mpath, field);
-      hm.v_r2_eval = r2_from(hj, "v_r2_eval", mpath, field);
-      read_map(r, hm.k, mp.source.head_dim, mp.target.head_dim, field + "k");
-      read_map(r, hm.v, mp.source.head_dim, mp.target.head_dim, field + "v");
+      hm.k_r2_train = hj.number_or_null("k_r2_train");
+      hm.k_r2_eval = hj.number_or_null("k_r2_eval");
+      hm.v_r2_train = hj.number_or_null("v_r2_train");
+      hm.v_r2_eval = hj.number_or_null("v_r2_eval");
+      hj.done();
+      read_map(r, hm.k, mp.source.head_dim, mp.target.head_dim, hj.path() + ".k");
+      read_map(r, hm.v, mp.source.head_dim, mp.target.head_dim, hj.path() + ".v");
       mp.heads.push_back(std::move(hm));
     }
+    lj.done();
   }
-  if (!m.contains("residual_maps") || !m["residual_maps"].is_array())
-    fail_field(mpath, "residual_maps", "an array", "missing");
+  const nlohmann::json& res = top.array("residual_maps", size_t(kMaxLayersRead));
   int last = mp.shared_layers;
-  for (size_t i = 0; i < m["residual_maps"].size(); ++i) {
-    const auto& rj = m["residual_maps"][i];
-    const std::string field = "residual_maps[" + std::to_string(i) + "].";
-    if (!rj.contains("boundary") || !rj["boundary"].is_number_integer())
-      fail_field(mpath, field + "boundary", "an integer", "missing");
+  for (size_t i = 0; i < res.size(); ++i) {
+    StrictObject rj = top.object_at("residual_maps", res, i);
     ResidualMap rm;
-    rm.boundary = rj["boundary"].get<int>();
+    rm.boundary = int(rj.integer("boundary", INT32_MIN, INT32_MAX));
     if (rm.boundary <= last || rm.boundary >= mp.target.n_layers)
-      fail_field(mpath, field + "boundary",
+      fail_field(mpath, rj.field("boundary"),
                  "increasing, in (" + std::to_string(mp.shared_layers) + ", n_layers)",
                  std::to_string(rm.boundary));
     last = rm.boundary;
-    rm.r2_train = r2_from(rj, "r2_train", mpath, field);
-    rm.r2_eval = r2_from(rj, "r2_eval", mpath, field);
-    read_map(r, rm.map, mp.source.n_embd, mp.target.n_embd, field + "map");
+    rm.r2_train = rj.number_or_null("r2_train");
+    rm.r2_eval = rj.number_or_null("r2_eval");
+    rj.done();
+    read_map(r, rm.map, mp.source.n_embd, mp.target.n_embd, rj.path() + ".map");
     mp.residual.push_back(std::move(rm));
   }
   if (r.remaining() != 0)
     fail_field(wpath, "size", std::to_string(r.offset()) + " bytes", std::to_string(mapping->size()) + " bytes");
-  const std::string want = str("mapper_hash");
+  const std::string want = top.string("mapper_hash", 128);
+  top.done();
   if (mp.hash() != want) fail_field(mpath, "mapper_hash", mp.hash(), want);
   return mp;
 }

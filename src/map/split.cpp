@@ -112,31 +112,26 @@ bool is_hex64(const std::string& s) {
 }
 }  // namespace
 
-PromptSplit PromptSplit::from_json(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) fail_field(where, "split", "an object", j.type_name());
+PromptSplit PromptSplit::from_json(StrictObject o) {
   PromptSplit s;
-  if (!j.contains("seed") || !j["seed"].is_number_unsigned())
-    fail_field(where, "split.seed", "an unsigned integer", j.value("seed", nlohmann::json()).dump());
-  s.seed = j["seed"].get<uint64_t>();
+  s.seed = o.unsigned_integer("seed", UINT64_MAX);
   std::set<std::string> seen;
   for (const char* part : {"calib", "eval"}) {
-    const std::string field = std::string("split.") + part;
-    if (!j.contains(part) || !j[part].is_array())
-      fail_field(where, field, "an array of prompt hashes", "missing or not an array");
-    for (const auto& v : j[part]) {
+    const nlohmann::json& arr = o.array(part);
+    for (size_t i = 0; i < arr.size(); ++i) {
+      const auto& v = arr[i];
       if (!v.is_string() || !is_hex64(v.get<std::string>()))
-        fail_field(where, field, "64 lowercase hex digits", v.dump());
+        fail_field(o.where(), o.element(part, i), "64 lowercase hex digits", v.dump());
       const std::string h = v.get<std::string>();
       if (!seen.insert(h).second)
-        fail_field(where, field, "each prompt in exactly one place", "duplicate prompt " + h);
+        fail_field(o.where(), o.element(part, i), "each prompt in exactly one place", "duplicate prompt " + h);
       (std::string(part) == "calib" ? s.calib : s.eval).push_back(h);
     }
   }
-  if (s.calib.empty()) fail_field(where, "split.calib", "at least one prompt", "none");
-  if (!j.contains("split_hash") || !j["split_hash"].is_string())
-    fail_field(where, "split.split_hash", "a hex SHA-256", "missing");
-  if (j["split_hash"].get<std::string>() != s.hash())
-    fail_field(where, "split.split_hash", s.hash(), j["split_hash"].get<std::string>());
+  if (s.calib.empty()) fail_field(o.where(), o.field("calib"), "at least one prompt", "none");
+  const std::string want = o.string("split_hash", 128);
+  o.done();
+  if (want != s.hash()) fail_field(o.where(), o.field("split_hash"), s.hash(), want);
   return s;
 }
 

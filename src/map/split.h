@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json_fields.h"
+
 namespace ember::map {
 
 // Hex SHA-256 of the token ids as int32 little-endian.
@@ -44,7 +46,8 @@ struct PromptSplit {
 
   nlohmann::json to_json() const;
   // Validates: hashes are 64 lowercase hex, no duplicates within or across the two parts.
-  static PromptSplit from_json(const nlohmann::json& j, const std::string& where);
+  // Strict: exactly seed, calib, eval and split_hash (errors name o's file and path).
+  static PromptSplit from_json(StrictObject o);
 };
 
 // Parses "N:M" (counts of calibration and evaluation prompts).

@@ -20,7 +20,7 @@ void SpecialMatcher::finish() {
   }
 }
 
-std::vector<Fragment> SpecialMatcher::split(std::string_view text, bool parse_special) const {
+std::vector<Fragment> SpecialMatcher::split(std::string_view text, size_t special_from) const {
   std::vector<Fragment> out;
   size_t start = 0;  // start of the pending raw fragment
   size_t i = 0;
@@ -28,7 +28,7 @@ std::vector<Fragment> SpecialMatcher::split(std::string_view text, bool parse_sp
     const Entry* hit = nullptr;
     for (uint32_t e : by_first_[static_cast<uint8_t>(text[i])]) {
       const Entry& c = entries_[e];
-      if (c.control && !parse_special) continue;
+      if (c.control && i < special_from) continue;
       if (text.compare(i, c.content.size(), c.content) == 0 && text.size() - i >= c.content.size()) {
         hit = &c;
         break;

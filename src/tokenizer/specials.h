@@ -20,7 +20,13 @@ class SpecialMatcher {
   void add(std::string content, int32_t id, bool control);
   void finish();  // sorts candidates; call once after the last add()
   // Splits text into raw fragments and matched tokens, in order. Empty raw text is omitted.
-  std::vector<Fragment> split(std::string_view text, bool parse_special) const;
+  std::vector<Fragment> split(std::string_view text, bool parse_special) const {
+    return split(text, parse_special ? 0 : text.size());
+  }
+  // Control tokens are matched only where they start at or after byte special_from (the
+  // text before it is plain: a control token written there, or straddling special_from, is
+  // text); user-defined tokens everywhere.
+  std::vector<Fragment> split(std::string_view text, size_t special_from) const;
   bool empty() const { return entries_.empty(); }
 
  private:

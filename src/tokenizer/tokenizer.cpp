@@ -132,14 +132,14 @@ size_t TokenizerBase::check_id(int32_t id) const {
   return static_cast<size_t>(id);
 }
 
-std::vector<int32_t> TokenizerBase::encode(std::string_view text, bool add_bos, bool parse_special) const {
+std::vector<int32_t> TokenizerBase::encode_from(std::string_view text, bool add_bos, size_t special_from) const {
   if (text.size() > size_t(INT32_MAX))
     fail_field("tokenizer input", "text", "at most 2^31-1 bytes", std::to_string(text.size()) + " bytes");
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   if (add_bos && bos_) out.push_back(*bos_);
   bool after_special = true;
-  for (const Fragment& f : specials_.split(text, parse_special)) {
+  for (const Fragment& f : specials_.split(text, special_from)) {
     if (f.id >= 0) {
       out.push_back(f.id);
       after_special = true;

@@ -50,6 +50,11 @@ class Tokenizer {
   // "ember-bytes" tokenizer, which encodes any byte string.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_bos,
                                       bool parse_special = true) const = 0;
+  // encode(text, add_bos, true), except that the first plain_bytes bytes are plain text: a
+  // control token written there (a capability pack's "</s><s>") is encoded as its characters,
+  // never as its id. One text, so tokenization across the boundary is that of encode().
+  virtual std::vector<int32_t> encode_plain_prefix(std::string_view text, size_t plain_bytes,
+                                                   bool add_bos) const = 0;
   // Byte-exact decode: the concatenation of token_bytes(), except that a SentencePiece
   // tokenizer drops the one leading space its encoder adds (docs/tokenizer.md). Ids out of
   // range throw Error.

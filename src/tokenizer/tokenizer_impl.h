@@ -16,7 +16,13 @@ class TokenizerBase : public Tokenizer {
  public:
   explicit TokenizerBase(const TokenizerSpec& spec);
 
-  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const override;
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const override {
+    return encode_from(text, add_bos, parse_special ? 0 : text.size());
+  }
+  std::vector<int32_t> encode_plain_prefix(std::string_view text, size_t plain_bytes,
+                                           bool add_bos) const override {
+    return encode_from(text, add_bos, plain_bytes);
+  }
   std::string decode(std::span<const int32_t> ids) const override;
   std::string piece(int32_t id) const override { return tokens_[check_id(id)]; }
   TokenType token_type(int32_t id) const override { return types_[check_id(id)]; }
@@ -28,6 +34,9 @@ class TokenizerBase : public Tokenizer {
   const std::string& identity() const override { return identity_; }
 
  protected:
+  // Control tokens matched from byte special_from on (SpecialMatcher::split).
+  std::vector<int32_t> encode_from(std::string_view text, bool add_bos, size_t special_from) const;
+
   // Encodes raw text that holds no added token. `after_special`: the fragment starts the
   // text or follows an added token (SentencePiece adds its leading space there).
   virtual void encode_fragment(std::string_view text, bool after_special,

@@ -3,20 +3,24 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "util/printable.h"
+
 namespace ember {
 
 void fail_field(std::string_view where, std::string_view field, std::string_view expected,
                 std::string_view found) {
+  // Every part may hold text from a file (a path, a JSON key, a found value): escaped, so the
+  // message is one line and cannot drive the terminal.
   std::string msg;
   msg.reserve(where.size() + field.size() + expected.size() + found.size() + 32);
-  msg.append(where).append(": ").append(field).append(": expected ").append(expected);
-  msg.append(", found ").append(found);
+  msg.append(printable(where)).append(": ").append(printable(field)).append(": expected ");
+  msg.append(printable(expected)).append(", found ").append(printable(found));
   throw Error(msg);
 }
 
 void fail(std::string_view where, std::string_view what) {
-  std::string msg(where);
-  msg.append(": ").append(what);
+  std::string msg = printable(where);
+  msg.append(": ").append(printable(what));
   throw Error(msg);
 }
 

@@ -14,11 +14,12 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Throws Error("<where>: <field>: expected <expected>, found <found>").
+// Throws Error("<where>: <field>: expected <expected>, found <found>"), each part through
+// printable() (util/printable.h): control characters and invalid UTF-8 escaped, one line.
 [[noreturn]] void fail_field(std::string_view where, std::string_view field,
                              std::string_view expected, std::string_view found);
 
-// Throws Error("<where>: <what>").
+// Throws Error("<where>: <what>"), both parts through printable().
 [[noreturn]] void fail(std::string_view where, std::string_view what);
 
 // Always-on invariant check for internal logic errors (not for user input).

@@ -133,6 +133,69 @@ json parse_json_strict(std::string_view text, std::string_view where, int max_de
   return root;
 }
 
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+bool is_scalar(const ordered_json& j) { return !j.is_object() && !j.is_array(); }
+
+void emit(const ordered_json& j, int indent, std::string& out) {
+  const std::string pad(size_t(indent) + 2, ' ');
+  if (j.is_object()) {
+    if (j.empty()) {
+      out += "{}";
+      return;
+    }
+    out += "{\n";
+    bool first = true;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (!first) out += ",\n";
+      first = false;
+      out += pad;
+      out += ordered_json(it.key()).dump();
+      out += ": ";
+      emit(it.value(), indent + 2, out);
+    }
+    out += "\n" + std::string(size_t(indent), ' ') + "}";
+  } else if (j.is_array()) {
+    bool flat = true;
+    for (const auto& e : j) flat = flat && is_scalar(e);
+    if (j.empty()) {
+      out += "[]";
+    } else if (flat) {
+      out += "[";
+      bool first = true;
+      for (const auto& e : j) {
+        if (!first) out += ", ";
+        first = false;
+        out += e.dump();
+      }
+      out += "]";
+    } else {
+      out += "[\n";
+      bool first = true;
+      for (const auto& e : j) {
+        if (!first) out += ",\n";
+        first = false;
+        out += pad;
+        emit(e, indent + 2, out);
+      }
+      out += "\n" + std::string(size_t(indent), ' ') + "]";
+    }
+  } else {
+    out += j.dump();
+  }
+}
+
+}  // namespace
+
+std::string pretty_json(const ordered_json& j) {
+  std::string out;
+  emit(j, 0, out);
+  out += "\n";
+  return out;
+}
+
 size_t utf8_length(std::string_view s) {
   size_t n = 0;
   for (unsigned char c : s)

@@ -21,7 +21,15 @@ nlohmann::json parse_json_strict(std::string_view text, std::string_view where,
 
 // The canonical text of a JSON value: keys sorted by code unit, no whitespace, UTF-8 not
 // escaped. nlohmann's object is a std::map, so dump() already sorts; this names the contract.
+// Every hash or seal over JSON is over these bytes (KVC1 headers, the mapper hash).
 inline std::string canonical_json(const nlohmann::json& j) { return j.dump(); }
+
+// The human-readable text ember writes for documents whose key order is part of their
+// format (snapshot manifests, gate receipts): objects in insertion order with 2-space indent,
+// arrays of scalars on one line, strings escaped as nlohmann does (UTF-8 kept), a final
+// newline. Deterministic (the same value gives the same bytes), but not canonical_json: a
+// reader that accepts only these bytes compares pretty_json(parsed) with the file.
+std::string pretty_json(const nlohmann::ordered_json& j);
 
 // Number of Unicode code points in valid UTF-8 (what JSON Schema's minLength/maxLength and
 // Python's len() count).

@@ -5,6 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf/gguf_file.h"
+#include "gguf/writer.h"
+#include "util/byte_io.h"
+#include "util/atomic_file.h"
 #include "support/test_support.h"
 
 namespace ember::gguf {
@@ -103,6 +106,28 @@ TEST(ModelCli, SynthThenInspect) {
   EXPECT_NE(bad_type.find("expected q8_0, q4_0, q4_k or q6_k, found 'q5_k'"), std::string::npos);
   const std::string missing = ember("model inspect " + dir + "/nope.gguf", &rc);
   EXPECT_EQ(rc, 2);
+}
+
+// Defect 8 (issue 12): a tensor name or metadata string holding ESC sequences reached the
+// terminal raw from `model inspect` (clear screen, recolour), and a NUL cut the table's line.
+// Checked failing before: the output held the raw ESC bytes and "\x1b" was not found.
+TEST(ModelCli, InspectEscapesNamesFromTheFile) {
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.set_string("general.name", std::string("evil\x1b]0;pwned\x07\n") + '\0' + "name");
+  w.add_tensor(std::string("x\x1b[2J\x1b[H") + '\0' + "y.weight", {4}, TensorType::F32,
+               std::vector<uint8_t>(16, 0));
+  const std::string path = test::temp_dir("inspect-esc") + "/esc.gguf";
+  std::vector<uint8_t> bytes;
+  BufferSink sink(bytes);
+  w.write(sink);
+  write_file_atomic(path, std::string(bytes.begin(), bytes.end()), false);
+  const std::string text = ember("model inspect " + path);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\0'), std::string::npos) << text;
+  EXPECT_NE(text.find("x\\x1b[2J\\x1b[H\\x00y.weight"), std::string::npos) << text;
+  EXPECT_NE(text.find("(evil\\x1b]0;pwned\\x07\\x0a\\x00name)"), std::string::npos) << text;
 }
 
 // The built-in tokenizer is the one docs/formats/gguf.md describes, as ember's tokenizer

@@ -77,7 +77,7 @@ inline void edit_manifest(const std::string& dir, const std::function<void(kv::o
   kv::ordered_json j = kv::ordered_json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
   fn(j);
   if (reseal && j.contains(kv::kSealKey)) j[kv::kSealKey] = kv::manifest_seal(nlohmann::json(j));
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << kv::canonical_json(j);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << kv::pretty_json(j);
 }
 
 }  // namespace ember::test

@@ -3,12 +3,14 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 
 #include "map/calibration.h"
 #include "map/mapper.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/json_fields.h"
 
 namespace ember::map {
 namespace {
@@ -69,7 +71,7 @@ TEST(Split, DeterministicDisjointAndDeduplicated) {
   EXPECT_NE(a.hash(), PromptSplit::make(hashes, 12, 8, 43).hash());
   for (const auto& c : a.calib) EXPECT_FALSE(a.is_eval(c));
   EXPECT_THROW(PromptSplit::make(hashes, 12, 9, 42), Error);  // only 20 distinct prompts
-  const PromptSplit back = PromptSplit::from_json(a.to_json(), "t");
+  const PromptSplit back = PromptSplit::from_json(StrictObject(a.to_json(), "split", "t"));
   EXPECT_EQ(back.hash(), a.hash());
 }
 
@@ -79,10 +81,10 @@ TEST(Split, RejectsOverlapAndForgedHash) {
   PromptSplit s = PromptSplit::make(hashes, 4, 2, 1);
   nlohmann::json j = s.to_json();
   j["eval"][0] = j["calib"][0];
-  EXPECT_THROW(PromptSplit::from_json(j, "t"), Error);
+  EXPECT_THROW(PromptSplit::from_json(StrictObject(j, "split", "t")), Error);
   j = s.to_json();
   j["split_hash"] = std::string(64, '0');
-  EXPECT_THROW(PromptSplit::from_json(j, "t"), Error);
+  EXPECT_THROW(PromptSplit::from_json(StrictObject(j, "split", "t")), Error);
 }
 
 TEST(FitGate, AnEvaluationPromptIsRefused) {
@@ -224,6 +226,76 @@ TEST(MapperArtifact, RoundTripHashAndTamper) {
     f.put(char(0x11));
   }
   EXPECT_THROW(Mapper::read(dir2), Error);
+}
+
+std::string read_error(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Defect 9 (issue 12): a field added to a mapper manifest was accepted and, because the
+// mapper hash is recomputed from the fields read, left out of mapper_hash: the artifact
+// verified while carrying text no hash covered. Checked failing before the fix: the first
+// three edits read back without an error (Mapper::read returned the same hash).
+TEST(MapperArtifact, UnknownOrMissingFieldsAreRefusedByPath) {
+  const CalibrationSet s = synthetic_set(false);
+  MapperOptions o;
+  o.kind = MapperKind::ridge;
+  o.residual_maps = true;
+  const Mapper m = fit_mapper(s, o);
+  const std::string dir = test::temp_dir("mapper_unknown") + "/m";
+  m.write(dir, false);
+  const std::string path = dir + "/manifest.json";
+  const std::string original = read_file(path);
+  const auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
+    auto j = nlohmann::json::parse(original);
+    edit(j);
+    write_file_atomic(path, j.dump(2), true);
+    return read_error([&] { Mapper::read(dir); });
+  };
+  std::string e = edited([](nlohmann::json& j) { j["comment"] = "trust me"; });
+  EXPECT_NE(e.find(path + ": comment: expected no such key, found an unknown key"), std::string::npos) << e;
+  e = edited([](nlohmann::json& j) { j["layers"][1]["heads"][0]["note"] = 1; });
+  EXPECT_NE(e.find(path + ": layers[1].heads[0].note: expected no such key"), std::string::npos) << e;
+  e = edited([](nlohmann::json& j) { j["source"]["extra"] = true; });
+  EXPECT_NE(e.find(path + ": source.extra: expected no such key"), std::string::npos) << e;
+  e = edited([](nlohmann::json& j) { j["weights"]["bytes"] = 8; });  // was never checked
+  EXPECT_NE(e.find("weights.f64le: size: expected 8 bytes"), std::string::npos) << e;
+  e = edited([](nlohmann::json& j) { j.erase("eval_rows"); });
+  EXPECT_NE(e.find(path + ": eval_rows: expected present, found missing"), std::string::npos) << e;
+  e = edited([](nlohmann::json& j) { j["residual_maps"][0].erase("r2_eval"); });
+  EXPECT_NE(e.find(path + ": residual_maps[0].r2_eval: expected present"), std::string::npos) << e;
+  // The untouched manifest still reads, with the same hash.
+  write_file_atomic(path, original, true);
+  EXPECT_EQ(Mapper::read(dir).hash(), m.hash());
+}
+
+TEST(Calibration, UnknownFieldsAreRefusedByPath) {
+  const CalibrationSet s = synthetic_set(false);
+  const std::string dir = test::temp_dir("calib_unknown") + "/c";
+  s.write(dir, false);
+  const std::string path = dir + "/manifest.json";
+  const std::string original = read_file(path);
+  const auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
+    auto j = nlohmann::json::parse(original);
+    edit(j);
+    write_file_atomic(path, j.dump(2), true);
+    return read_error([&] { CalibrationSet::read(dir); });
+  };
+  std::string e = edited([](nlohmann::json& j) { j["blocks"][2]["weight"] = 2; });
+  EXPECT_NE(e.find(path + ": blocks[2].weight: expected no such key"), std::string::npos) << e;
+  e = edited([](nlohmann::json& j) { j["split"]["note"] = ""; });
+  EXPECT_NE(e.find(path + ": split.note: expected no such key"), std::string::npos) << e;
+  e = edited([](nlohmann::json& j) { j["target"]["n_layers"] = "2"; });
+  EXPECT_NE(e.find(path + ": target.n_layers: expected an integer, found string"), std::string::npos) << e;
+  e = edited([](nlohmann::json& j) { j["payload"]["file"] = "../rows.f32le"; });
+  EXPECT_NE(e.find(path + ": payload.file: expected \"rows.f32le\""), std::string::npos) << e;
+  write_file_atomic(path, original, true);
+  EXPECT_NO_THROW(CalibrationSet::read(dir));
 }
 
 TEST(MapperArtifact, IdentityNeedsMatchingGeometry) {

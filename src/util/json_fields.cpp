@@ -1,12 +1,10 @@
-#include "kv/strict_json.h"
+#include "util/json_fields.h"
 
-#include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "util/error.h"
 
-namespace ember::kv {
+namespace ember {
 
 using nlohmann::json;
 
@@ -24,69 +22,8 @@ std::string json_type_name(const json& j) {
   }
 }
 
-namespace {
-
-bool is_scalar(const ordered_json& j) { return !j.is_object() && !j.is_array(); }
-
-void emit(const ordered_json& j, int indent, std::string& out) {
-  const std::string pad(size_t(indent) + 2, ' ');
-  if (j.is_object()) {
-    if (j.empty()) {
-      out += "{}";
-      return;
-    }
-    out += "{\n";
-    bool first = true;
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      if (!first) out += ",\n";
-      first = false;
-      out += pad;
-      out += ordered_json(it.key()).dump();
-      out += ": ";
-      emit(it.value(), indent + 2, out);
-    }
-    out += "\n" + std::string(size_t(indent), ' ') + "}";
-  } else if (j.is_array()) {
-    bool flat = true;
-    for (const auto& e : j) flat = flat && is_scalar(e);
-    if (j.empty()) {
-      out += "[]";
-    } else if (flat) {
-      out += "[";
-      bool first = true;
-      for (const auto& e : j) {
-        if (!first) out += ", ";
-        first = false;
-        out += e.dump();
-      }
-      out += "]";
-    } else {
-      out += "[\n";
-      bool first = true;
-      for (const auto& e : j) {
-        if (!first) out += ",\n";
-        first = false;
-        out += pad;
-        emit(e, indent + 2, out);
-      }
-      out += "\n" + std::string(size_t(indent), ' ') + "]";
-    }
-  } else {
-    out += j.dump();
-  }
-}
-
-}  // namespace
-
-std::string canonical_json(const ordered_json& j) {
-  std::string out;
-  emit(j, 0, out);
-  out += "\n";
-  return out;
-}
-
-StrictObject::StrictObject(const json& j, std::string path, const std::string& where)
-    : j_(j), path_(std::move(path)), where_(where) {
+StrictObject::StrictObject(const json& j, std::string path, std::string where)
+    : j_(j), path_(std::move(path)), where_(std::move(where)) {
   if (!j_.is_object())
     fail_field(where_, path_.empty() ? "top level" : path_, "an object", json_type_name(j_));
 }
@@ -150,10 +87,42 @@ float StrictObject::f32(const std::string& key) {
   return float(d);
 }
 
-const json& StrictObject::array(const std::string& key) {
+const json& StrictObject::array(const std::string& key, size_t max_items) {
   const json& v = take(key);
   if (!v.is_array()) fail_field(where_, field(key), "an array", json_type_name(v));
+  if (v.size() > max_items)
+    fail_field(where_, field(key), "at most " + std::to_string(max_items) + " elements",
+               std::to_string(v.size()) + " elements");
   return v;
+}
+
+StrictObject StrictObject::object_at(const std::string& key, const json& arr, size_t i) const {
+  return StrictObject(arr.at(i), element(key, i), where_);
+}
+
+void StrictObject::expect_string(const std::string& key, const std::string& expected) {
+  const std::string s = string(key);
+  if (s != expected) fail_field(where_, field(key), json(expected).dump(), json(s).dump());
+}
+
+double StrictObject::number(const std::string& key) {
+  const json& v = take(key);
+  if (!v.is_number()) fail_field(where_, field(key), "a number", json_type_name(v));
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) fail_field(where_, field(key), "a finite number", v.dump());
+  return d;
+}
+
+double StrictObject::number_or_null(const std::string& key) {
+  if (has(key) && j_.at(key).is_null()) {
+    seen_.insert(key);
+    return std::nan("");
+  }
+  const json& v = take(key);
+  if (!v.is_number()) fail_field(where_, field(key), "a number or null", json_type_name(v));
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) fail_field(where_, field(key), "a finite number or null", v.dump());
+  return d;
 }
 
 void StrictObject::done() const {
@@ -161,4 +130,4 @@ void StrictObject::done() const {
     if (!seen_.count(it.key())) fail_field(where_, field(it.key()), "no such key", "an unknown key");
 }
 
-}  // namespace ember::kv
+}  // namespace ember
