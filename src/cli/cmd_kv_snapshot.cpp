@@ -11,6 +11,7 @@
 #include "cli/model_loader.h"
 #include "cli/prompt_text.h"
 #include "cli/token_ids.h"
+#include "cli/trust_flags.h"
 #include "kv/replay.h"
 #include "kv/snapshot.h"
 #include "kv/state_loader.h"
@@ -18,6 +19,7 @@
 #include "model/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
+#include "util/ed25519.h"
 #include "util/error.h"
 #include "util/printable.h"
 
@@ -109,7 +111,7 @@ void add_export(CLI::App& kv) {
   struct Opts {
     ModelArgs m;
     PromptArgs p;
-    std::string output, boundary;
+    std::string output, boundary, sign;
     bool force = false;
   };
   auto o = std::make_shared<Opts>();
@@ -120,6 +122,7 @@ void add_export(CLI::App& kv) {
   c->add_option("--boundary-logits", o->boundary,
                 "also write the boundary logits (f32 [vocab], not part of the snapshot) to FILE");
   c->add_flag("--force", o->force, "replace an existing snapshot / logits file");
+  add_sign_flag(c, o->sign);
   c->callback([o] {
     for (const std::string& out : {o->output, o->boundary})
       refuse_output_is_input(out, {o->m.model, o->m.tokenizer, o->p.file});
@@ -127,6 +130,7 @@ void add_export(CLI::App& kv) {
     const std::vector<int32_t> prefix = prompt_tokens(o->p, l);
     check_positions(*l.engine, int64_t(prefix.size()), "prompt", "tokens", 1, "steps");
     kv::ExportResult r = kv::export_prefix(*l.engine, l.tokenizer->identity(), prefix, kProducer);
+    if (!o->sign.empty()) kv::sign_manifest(r.snapshot.manifest, nullptr, o->sign);
     kv::write_snapshot(r.snapshot, o->output, o->force);
     if (!o->boundary.empty()) write_f32(o->boundary, r.boundary_logits, o->force);
     const kv::SnapshotManifest& m = r.snapshot.manifest;
@@ -134,6 +138,7 @@ void add_export(CLI::App& kv) {
                 o->output.c_str(), m.geometry.positions, m.geometry.positions, int(m.resume.token),
                 piece_text(*l.tokenizer, m.resume.token).c_str(), static_cast<long long>(m.resume.position));
     std::printf("keys %s\nvalues %s\n", m.keys.sha256.c_str(), m.values.sha256.c_str());
+    print_seal(m, nullptr);
     if (m.past_context)
       std::fprintf(stderr, "ember: %d positions: past the model's context length %d "
                    "(--allow-past-context); the manifest records past_context\n",
@@ -145,13 +150,27 @@ void add_verify(CLI::App& kv) {
   struct Opts {
     std::string dir;
     bool json = false;
+    kv::TrustRequirements trust;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = kv.add_subcommand("verify", "Check a snapshot's format, sizes, hashes and consistency (no model needed)");
   c->add_option("dir", o->dir, "snapshot directory")->required();
   c->add_flag("--json", o->json, "print the report as canonical JSON");
+  add_trust_flags(c, o->trust);
   c->callback([o] {
-    const kv::VerifyReport r = kv::verify_snapshot(o->dir);
+    kv::VerifyReport r = kv::verify_snapshot(o->dir);
+    if (r.ok && (!o->trust.expect_seal.empty() || !o->trust.trusted_key_pem.empty())) {
+      kv::VerifyCheck ch{"trust", "ok", ""};
+      try {
+        check_artifact_trust(o->dir, r.manifest, o->trust);
+      } catch (const Error& e) {
+        ch.status = "failed";
+        ch.detail = e.what();
+        r.ok = false;
+        r.error = e.what();
+      }
+      r.checks.push_back(ch);
+    }
     if (o->json) {
       std::fputs(kv::pretty_json(r.to_json()).c_str(), stdout);
     } else {
@@ -162,6 +181,7 @@ void add_verify(CLI::App& kv) {
         std::printf("%s: ok (%d positions, resume token %d at position %lld)\n", printable(o->dir).c_str(),
                     r.manifest.geometry.positions, int(r.manifest.resume.token),
                     static_cast<long long>(r.manifest.resume.position));
+      if (r.manifest_ok) print_seal(r.manifest, nullptr);
     }
     if (!r.ok) throw CheckFailed{"verify failed: " + r.error};
   });
@@ -173,6 +193,7 @@ void add_replay(CLI::App& kv) {
     std::string snapshot, logits_out;
     int n = 16;
     bool ignore_eos = false, force = false;
+    kv::TrustRequirements trust;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = kv.add_subcommand("replay", "Import a snapshot strictly and continue greedily from its resume token");
@@ -182,6 +203,7 @@ void add_replay(CLI::App& kv) {
   c->add_option("--logits-out", o->logits_out, "write every step's f32 logits [steps][vocab] to FILE");
   c->add_flag("--ignore-eos", o->ignore_eos, "do not stop at end-of-generation tokens");
   c->add_flag("--force", o->force, "replace an existing --logits-out file");
+  add_trust_flags(c, o->trust);
   c->callback([o] {
     refuse_output_is_input(o->logits_out, {o->snapshot, o->m.model, o->m.tokenizer});
     // A snapshot directory's manifest is read (strictly) first, so that positions beyond the
@@ -193,6 +215,7 @@ void add_replay(CLI::App& kv) {
     const Loaded l = load(o->m);
     if (dir) check_positions(*l.engine, head_positions + 1, o->snapshot, cached, o->n, "-n");
     const kv::Snapshot s = kv::load_state(o->snapshot);
+    check_artifact_trust(o->snapshot, s.manifest, o->trust);
     check_positions(*l.engine, int64_t(s.manifest.geometry.positions) + 1, o->snapshot, cached, o->n, "-n");
     kv::ContinueOptions opt;
     opt.steps = o->n;
@@ -247,10 +270,27 @@ void add_validate_replay(CLI::App& kv) {
   });
 }
 
+void add_keygen(CLI::App& kv) {
+  struct Opts {
+    std::string private_key, public_key;
+    bool force = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* c = kv.add_subcommand("keygen", "Write a new Ed25519 key pair for --sign / --trust (PEM)");
+  c->add_option("--private", o->private_key, "private key file to create (mode 0600)")->required();
+  c->add_option("--public", o->public_key, "public key file to create")->required();
+  c->add_flag("--force", o->force, "replace existing key files");
+  c->callback([o] {
+    ed25519_generate(o->private_key, o->public_key, o->force);
+    std::printf("public key %s\n", ed25519_public_key(o->public_key).c_str());
+  });
+}
+
 }  // namespace
 
 void register_kv_snapshot_commands(CLI::App& kv) {
   add_export(kv);
+  add_keygen(kv);
   add_verify(kv);
   add_replay(kv);
   add_validate_replay(kv);

@@ -11,6 +11,7 @@
 #include "cli/map_commands.h"
 #include "cli/model_loader.h"
 #include "cli/prompt_text.h"
+#include "cli/trust_flags.h"
 #include "contract/receipt.h"
 #include "kv/import.h"
 #include "kv/mapped_state.h"
@@ -234,8 +235,9 @@ void add_fit(CLI::App& m) {
 void add_apply(CLI::App& m) {
   auto* c = m.add_subcommand("apply", "Map a source snapshot into a mapped cache for the target (ember.kv-mapped.v1)");
   struct Opts {
-    std::string mapper, snapshot, target, output, receipt;
+    std::string mapper, snapshot, target, output, receipt, sign;
     bool force = false;
+    kv::TrustRequirements trust;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("--mapper", o->mapper, "Mapper directory (map fit)")->required();
@@ -244,12 +246,15 @@ void add_apply(CLI::App& m) {
   c->add_option("--output", o->output, "Mapped cache directory")->required();
   c->add_option("--receipt", o->receipt, "Bridge receipt path (default: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace an existing output");
+  add_sign_flag(c, o->sign);
+  add_trust_flags(c, o->trust);  // on the source snapshot
   c->callback([o] {
     const std::string where = "map apply";
     for (const std::string& out : {o->output, receipt_path_for(o->output, o->receipt)})
       refuse_output_is_input(out, {o->mapper, o->snapshot, o->target});
     const map::Mapper mp = map::Mapper::read(o->mapper);
     const kv::Snapshot src = kv::load_state(o->snapshot);
+    check_artifact_trust(o->snapshot, src.manifest, o->trust);
     if (src.manifest.model.identity != mp.source.identity)
       fail_field(where, "snapshot model identity", mp.source.identity + " (the mapper's source)", src.manifest.model.identity);
     if (src.manifest.tokenizer.identity != mp.tokenizer_identity)
@@ -277,7 +282,7 @@ void add_apply(CLI::App& m) {
     out.mapping.source_prefix_sha256 = src.manifest.prefix.sha256;
     const std::string rpath = receipt_path_for(o->output, o->receipt);
     if (!o->force && path_exists(rpath)) fail(rpath, "already exists; refusing to overwrite it (pass --force)");
-    kv::write_mapped_state(out, o->output, o->force);
+    kv::write_mapped_state(out, o->output, o->force, o->sign);
     contract::BridgeReceipt r;
     r.source = endpoint(mp.source, mp.tokenizer_identity);
     r.target = endpoint(mp.target, mp.tokenizer_identity);
@@ -293,6 +298,7 @@ void add_apply(CLI::App& m) {
     std::cout << "mapped cache (" << out.mapping.kind << ", mapper " << out.mapping.mapper_hash << ") of "
               << out.cache.n_pos << " positions: layers [0, " << mp.shared_layers << ") reused, ["
               << mp.shared_layers << ", " << tc.n_layers << ") mapped\nwrote " << o->output << "\n";
+    print_seal(out.manifest, &out.mapping);
   });
 }
 
@@ -302,8 +308,10 @@ void add_replay(CLI::App& m) {
     std::string mapped, model;
     int n = 16, threads = 0;
     bool allow_past_context = false;
+    kv::TrustRequirements trust;
   };
   auto o = std::make_shared<Opts>();
+  add_trust_flags(c, o->trust);
   c->add_option("--mapped", o->mapped, "Mapped cache directory")->required();
   c->add_option("--model", o->model, "Target model (GGUF)")->required();
   c->add_option("-n", o->n, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
@@ -311,6 +319,7 @@ void add_replay(CLI::App& m) {
   add_past_context_flag(c, o->allow_past_context);
   c->callback([o] {
     const kv::MappedState st = kv::read_mapped_state(o->mapped);
+    check_artifact_trust(o->mapped, st.manifest, o->trust);
     const Loaded t = load(o->model);
     model::Engine te(t.model, {resolve_threads(o->threads), o->allow_past_context});
     check_positions(te, int64_t(st.cache.n_pos) + 1, o->mapped, "geometry.positions + the resume token",

@@ -2,9 +2,10 @@
 
 namespace ember::kv {
 
-void write_mapped_state(MappedState& s, const std::string& dir, bool force) {
+void write_mapped_state(MappedState& s, const std::string& dir, bool force, const std::string& sign_key_pem) {
   s.manifest.format = kSnapshotFormat;
   seal_manifest(s.manifest, s.cache, dir);
+  if (!sign_key_pem.empty()) sign_manifest(s.manifest, &s.mapping, sign_key_pem);
   write_state_dir(s.manifest, &s.mapping, s.cache, dir, force);
 }
 

@@ -27,7 +27,8 @@ struct MappedState {
 
 // Seals the manifest over the cache (seal_manifest) and writes DIR with write_state_dir:
 // atomic, refuses an existing DIR unless force, refuses non-finite K/V leaving nothing.
-void write_mapped_state(MappedState& s, const std::string& dir, bool force);
+// With sign_key_pem, the seal is signed with that Ed25519 private key (kv/seal.h).
+void write_mapped_state(MappedState& s, const std::string& dir, bool force, const std::string& sign_key_pem = "");
 // read_state_dir(dir, {Accept::mapped}): every check of the reader; a native snapshot is
 // refused by name.
 MappedState read_mapped_state(const std::string& dir, bool allow_non_finite = false);

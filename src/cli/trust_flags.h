@@ -1,0 +1,25 @@
+#pragma once
+// The trust flags, the same on every command that reads or writes a sealed artifact:
+//   --expect ID        the artifact's seal must be ID (the one its writer printed)
+//   --trust KEY.pem    the artifact must carry a valid Ed25519 signature by this public key
+//   --sign KEY.pem     sign what is written with this private key
+// What each level protects against: docs/reliability.md ("Seals and signatures").
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "kv/seal.h"
+#include "kv/snapshot.h"
+
+namespace ember::cli {
+
+void add_trust_flags(CLI::App* c, kv::TrustRequirements& req);
+void add_sign_flag(CLI::App* c, std::string& private_key_pem);
+
+// kv::check_trust over a manifest as read (its seal and signature). Error naming `where`.
+void check_artifact_trust(const std::string& where, const kv::SnapshotManifest& m, const kv::TrustRequirements& req);
+
+// "seal <ID>" and, when signed, "signed by <public key>": what a user records to pin later.
+void print_seal(const kv::SnapshotManifest& m, const kv::MappedProvenance* mapping);
+
+}  // namespace ember::cli
