@@ -84,6 +84,10 @@ m["resume"]["position"] = P
 g = m["geometry"]
 for k in ("keys", "values"):
     m["payload"][k]["bytes"] = 2 * g["layers"] * g["kv_heads"] * P * g["head_dim"]
+# Re-sealed (docs/reliability.md), so that only the position limit can refuse it.
+import hashlib
+body = {k: v for k, v in m.items() if k not in ("seal", "signature")}
+m["seal"] = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
 open(out + "/manifest.json", "w").write(json.dumps(m, indent=2) + "\n")
 for f in ("keys.f16le", "values.f16le"):
     open(out + "/" + f, "wb").write(b"\0" * 16)

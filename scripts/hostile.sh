@@ -21,6 +21,7 @@ if [[ $# -ne 1 || ! -x "$1" ]]; then
   exit 2
 fi
 EMBER="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/ember-hostile-XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 BROKEN=0
@@ -173,12 +174,70 @@ hostile_fifo_inputs() {
   done
 }
 
+# Sealed manifests: an edit that breaks no rule (the resume token moved by one, the two payloads
+# swapped with their hashes, a mapped cache relabelled native) is refused by kv verify and
+# kv replay, naming the seal; --expect catches an edit that recomputed the seal too.
+hostile_manifest_edits() {
+  local d="$WORK/edits"
+  mkdir -p "$d"
+  local seal
+  seal=$(ember kv verify small-snap | sed -n 's/^seal //p')
+  [[ ${#seal} -eq 64 ]] || { broken "kv verify printed no seal"; return; }
+  edit() {  # edit NAME PYTHON-STATEMENT [reseal]: a copy of small-snap with its manifest edited
+    rm -rf "$d/$1"; cp -r small-snap "$d/$1"
+    python3 - "$d/$1/manifest.json" "$2" "${3:-}" <<'PY'
+import hashlib, json, sys
+path, stmt, reseal = sys.argv[1:]
+j = json.load(open(path))
+exec(stmt)
+if reseal:
+    body = {k: v for k, v in j.items() if k not in ("seal", "signature")}
+    j["seal"] = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+open(path, "w").write(json.dumps(j, indent=2) + "\n")
+PY
+  }
+  expect_refused() {  # expect_refused WHAT DIR NEEDLE [verify flags...]
+    local what=$1 dir=$2 needle=$3 out rc
+    shift 3
+    out=$(ember kv verify "$dir" "$@" 2>&1); rc=$?
+    if [[ $rc -ne 0 && "$out" == *"$needle"* ]]; then ok "manifest edit refused: $what"; else broken "manifest edit accepted or misnamed ($what): rc $rc: $(echo "$out" | tail -1)"; fi
+  }
+  edit resume 'j["resume"]["token"] += 1'
+  expect_refused "resume token + 1" "$d/resume" "seal: expected"
+  out=$(ember kv replay --model small.gguf --snapshot "$d/resume" -n 1 2>&1) && broken "kv replay used an edited manifest" || ok "kv replay refuses the edited manifest"
+  edit swap 'j["payload"]["keys"]["sha256"], j["payload"]["values"]["sha256"] = j["payload"]["values"]["sha256"], j["payload"]["keys"]["sha256"]'
+  mv "$d/swap/keys.f16le" "$d/swap/x"; mv "$d/swap/values.f16le" "$d/swap/keys.f16le"; mv "$d/swap/x" "$d/swap/values.f16le"
+  expect_refused "payloads swapped with their hashes" "$d/swap" "seal: expected"
+  edit resealed 'j["resume"]["token"] += 1' reseal
+  expect_refused "re-sealed edit against --expect" "$d/resealed" "(--expect)" --expect "$seal"
+}
+
+# Strings from files never reach the terminal raw: an ESC sequence and a NUL in a manifest
+# field come back escaped, on one line.
+hostile_terminal_injection() {
+  local d="$WORK/tty"
+  rm -rf "$d"; cp -r small-snap "$d"
+  python3 - "$d/manifest.json" <<'PY'
+import json, sys
+p = sys.argv[1]; j = json.load(open(p)); j["model"]["architecture"] = "\u001b[2J\u0000x\ny"
+open(p, "w").write(json.dumps(j, indent=2))
+PY
+  local out
+  out=$(ember kv verify "$d" 2>&1)
+  if [[ "$out" == *$'\e'* || "$out" != *'\x1b[2J'* ]]; then broken "terminal injection: raw ESC or unescaped field: $out"
+  else ok "terminal injection: ESC/NUL/newline from a manifest field are escaped"; fi
+}
+
 main() {
   local start=$SECONDS
   setup
   hostile_concurrent_exports
   hostile_kill_loops
   hostile_fifo_inputs
+  hostile_manifest_edits
+  hostile_terminal_injection
+  # Resource limits (threads, positions, huge -n): their own script, same contract.
+  if bash "$HERE/hostile-limits.sh" "$EMBER" "$HERE/../../shared/models" "$WORK/limits"; then ok "hostile-limits.sh"; else broken "hostile-limits.sh"; fi
   echo "hostile.sh: $BROKEN broken promise(s), $((SECONDS - start)) s"
   ((BROKEN == 0))
 }
