@@ -14,6 +14,7 @@ packages=(
   libgtest-dev        # tests
   libbenchmark-dev    # bench/
   python3 python3-numpy python3-jsonschema  # python/ package, schema validation
+  time                # /usr/bin/time: peak RSS in scripts/hostile-limits.sh
 )
 missing=()
 for p in "${packages[@]}"; do
