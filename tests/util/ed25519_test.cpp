@@ -35,7 +35,7 @@ TEST(Ed25519, SignVerifyAndEveryTamperingIsRefused) {
   Ed25519Signature flipped = sig;
   flipped.value[10] = flipped.value[10] == '0' ? '1' : '0';
   EXPECT_FALSE(ed25519_verify(flipped, "ember.seal.v1:abc"));
-  for (const std::string bad : {std::string(""), std::string(127, 'a'), std::string(128, 'g'), std::string(128, 'A')}) {
+  for (const std::string& bad : {std::string(""), std::string(127, 'a'), std::string(128, 'g'), std::string(128, 'A')}) {
     Ed25519Signature b = sig;
     b.value = bad;
     EXPECT_FALSE(ed25519_verify(b, "ember.seal.v1:abc"));
