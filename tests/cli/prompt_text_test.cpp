@@ -14,14 +14,7 @@
 namespace ember::cli {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(PromptText, InvalidUtf8NamesTheFileOffsetAndLine) {
   const std::string dir = test::temp_dir("prompt");

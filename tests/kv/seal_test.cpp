@@ -12,14 +12,7 @@
 namespace ember::kv {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(Seal, CoversEveryMemberButItselfAndTheSignatureIndependentOfOrderAndSpacing) {
   const auto a = nlohmann::json::parse(R"({"b": 1, "a": {"y": [1, 2], "x": "s"}})");

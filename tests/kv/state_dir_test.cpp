@@ -74,16 +74,6 @@ void poison(const std::string& dir, kv::Payload p, size_t index, uint16_t bits) 
   });
 }
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // Every entry point that reads a directory, by the command it serves.
 struct EntryPoint {
   const char* name;

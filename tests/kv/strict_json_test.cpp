@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "support/test_support.h"
 #include "kv/snapshot.h"
 #include "kv/strict_json.h"
 #include "util/error.h"
@@ -13,14 +14,7 @@
 namespace ember::kv {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // Regression (found reviewing the manifest fuzz target): nlohmann's callback parser scans
 // the whole parent container after each closed object, so `[{}, {}, ...]` with n objects took

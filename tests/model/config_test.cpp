@@ -17,14 +17,7 @@
 namespace ember::model {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // Rewrites a tiny model's metadata/tensors through `edit` and parses the result.
 gguf::GgufFile edited(const test::TinySpec& spec,

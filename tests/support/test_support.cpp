@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "util/error.h"
+
 namespace ember::test {
 
 std::string shared_dir() {
@@ -90,6 +92,15 @@ std::vector<SimdLevel> simd_levels_under_test() {
     ::testing::Test::RecordProperty("simd_paths_run", ran);
   }
   return levels;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace ember::test

@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by every test executable.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ std::string ember_binary();
 // Runs a shell command; returns its exit status and captures stdout+stderr.
 int run_command(const std::string& cmd, std::string* output = nullptr);
 std::vector<uint8_t> read_bytes(const std::string& path);
+// The message of the ember::Error that fn throws, or "" when it throws none: the one way
+// tests read an error line to compare it.
+std::string error_of(const std::function<void()>& fn);
 // The SIMD paths a bit-exactness test compares: supported_simd_levels(), and the test's output
 // says which ran and which this CPU lacks ("[ SIMD ] ran: scalar avx2; skipped: avx512 ..."),
 // so a green run on an AVX2-only machine is not mistaken for an AVX-512 check.

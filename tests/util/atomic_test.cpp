@@ -27,6 +27,8 @@
 namespace ember {
 namespace {
 
+using test::error_of;
+
 namespace fs = std::filesystem;
 
 std::vector<std::string> list_dir(const std::string& dir) {
@@ -34,16 +36,6 @@ std::vector<std::string> list_dir(const std::string& dir) {
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
-}
-
-template <class F>
-std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // Exit codes of the writer children.

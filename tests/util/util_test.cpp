@@ -23,6 +23,8 @@
 namespace ember {
 namespace {
 
+using test::error_of;
+
 TEST(F16, RoundTripsEveryHalfExactly) {
   for (uint32_t h = 0; h < 65536; ++h) {
     const float f = f16_to_f32(uint16_t(h));
@@ -95,16 +97,6 @@ TEST(AtomicDirectory, CommitsWholeOrNothing) {
 }
 
 // The message of the Error that fn() throws ("" when it throws none).
-template <class F>
-std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // read_file() and MappedFile::open() open through open_regular_file(): the same refusals.
 TEST(OpenRegularFile, ReadFileAndMappedFileRefuseTheSamePaths) {
   const std::string dir = test::temp_dir("open");
