@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "bench_limits.h"
-#include "kv/compare_metrics.h"
+#include "analysis/compare_metrics.h"
 #include "util/f16.h"
 #include "util/thread_pool.h"
 

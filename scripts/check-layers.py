@@ -2,7 +2,7 @@
 """The layering rule, checked: a folder under src/ includes only itself and the folders its
 library links directly (CMakeLists.txt's ember_module lines), and links only what it includes.
 
-Layers call downward only (STYLE.md): cli -> contract, map -> kv -> model -> ops -> gguf -> util,
+Layers call downward only (STYLE.md): cli -> contract, map/analysis -> kv -> model -> ops -> gguf -> util,
 with tokenizer beside model. Since the link lists are a DAG below each folder, an include of a
 folder that is not linked is either an upward include (a cycle in the making) or a missing
 link; both fail here, naming the file and line. Run by CTest (test `Layers.IncludesFollowLinks`).

@@ -15,6 +15,8 @@ packages=(
   libbenchmark-dev    # bench/
   python3 python3-numpy python3-jsonschema  # python/ package, schema validation
   time                # /usr/bin/time: peak RSS in scripts/hostile-limits.sh
+  libhiredis-dev redis-server  # the shared KV store (ember store): client, and the real server its tests start
+  python3-torch       # the PyTorch side of python/ember_kv (HF layouts, the torch parity gate)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,4 +1,4 @@
-// ember kv compare | perturb: thin over src/kv/compare.h and src/kv/perturb.h.
+// ember kv compare | perturb: thin over src/analysis/compare.h and src/analysis/perturb.h.
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -7,10 +7,10 @@
 #include "cli/commands.h"
 #include "cli/limits.h"
 #include "cli/model_loader.h"
-#include "kv/compare.h"
-#include "kv/compare_load.h"
-#include "kv/perturb.h"
-#include "kv/report_html.h"
+#include "analysis/compare.h"
+#include "analysis/compare_load.h"
+#include "analysis/perturb.h"
+#include "analysis/report_html.h"
 #include "kv/state_loader.h"
 #include "model/engine.h"
 #include "tokenizer/tokenizer.h"

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "kv/compare.h"
+#include "analysis/compare.h"
 #include "util/f16.h"
 #include "util/sha256.h"
 #include "util/printable.h"

@@ -3,10 +3,10 @@
 // phases on the real engine: compare_diagnostics_test.cpp.)
 #include <gtest/gtest.h>
 
-#include "kv/compare.h"
-#include "kv/compare_fixtures.h"
-#include "kv/diagnostics.h"
-#include "kv/report_html.h"
+#include "analysis/compare.h"
+#include "analysis/compare_fixtures.h"
+#include "analysis/diagnostics.h"
+#include "analysis/report_html.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 #include "util/error.h"

@@ -10,7 +10,7 @@
 // loaded for analysis; every other check still applies. Nothing else ever sets it.
 #include <string>
 
-#include "kv/compare_state.h"
+#include "analysis/compare_state.h"
 #include "kv/snapshot.h"
 
 namespace ember::kv {

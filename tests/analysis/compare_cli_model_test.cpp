@@ -95,7 +95,7 @@ TEST(CompareCliModel, SelfZeroAndScaleOneOnStories) {
   EXPECT_LT(s0["logits"]["cosine"].get<double>(), 1.0);
   std::string out;
   ASSERT_EQ(test::run_command("/usr/bin/python3 " + std::string(EMBER_SOURCE_DIR) +
-                                  "/tests/kv/report_html_check.py " + q(dir + "/z.html"), &out), 0);
+                                  "/tests/analysis/report_html_check.py " + q(dir + "/z.html"), &out), 0);
   const json c = json::parse(out);
   EXPECT_TRUE(c["problems"].empty()) << out;
   EXPECT_EQ(c["unique_cells"]["k.cosine"], 20);  // 5 layers x 4 KV heads

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "kv/compare_load.h"
+#include "analysis/compare_load.h"
 #include "kv/kv_test_util.h"
 #include "support/cli_run.h"
 #include "support/test_support.h"
@@ -193,7 +193,7 @@ TEST(CompareCli, WritesJsonAndHtmlFilesWithoutOverwriting) {
   EXPECT_EQ(json::parse(read_file(dir + "/r.json"))["result"], "pass");
   std::string out;
   ASSERT_EQ(test::run_command("/usr/bin/python3 " + std::string(EMBER_SOURCE_DIR) +
-                                  "/tests/kv/report_html_check.py " + q(dir + "/r.html"), &out), 0);
+                                  "/tests/analysis/report_html_check.py " + q(dir + "/r.html"), &out), 0);
   const json c = json::parse(out);
   EXPECT_TRUE(c["problems"].empty()) << out;
   EXPECT_EQ(c["unique_cells"]["k.cosine"], 6);

@@ -1,4 +1,4 @@
-#include "kv/diagnostics.h"
+#include "analysis/diagnostics.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "kv/compare_state.h"
+#include "analysis/compare_state.h"
 
 #include "kv/snapshot.h"
 #include "util/byte_io.h"

@@ -4,9 +4,9 @@
 #include <limits>
 #include <type_traits>
 
-#include "kv/compare.h"
-#include "kv/compare_fixtures.h"
-#include "kv/perturb.h"
+#include "analysis/compare.h"
+#include "analysis/compare_fixtures.h"
+#include "analysis/perturb.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 #include "util/error.h"

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kv/compare_fixtures.h"
-#include "kv/report_html.h"
+#include "analysis/compare_fixtures.h"
+#include "analysis/report_html.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 
@@ -16,7 +16,7 @@ nlohmann::json check_html(const std::string& html) {
   write_file_atomic(path, html, false);
   std::string out;
   const int rc = test::run_command("/usr/bin/python3 " + std::string(EMBER_SOURCE_DIR) +
-                                       "/tests/kv/report_html_check.py " + path,
+                                       "/tests/analysis/report_html_check.py " + path,
                                    &out);
   EXPECT_EQ(rc, 0) << out;
   return nlohmann::json::parse(out);

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kv/compare_metrics.h"
+#include "analysis/compare_metrics.h"
 
 namespace ember::kv {
 

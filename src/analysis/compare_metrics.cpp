@@ -1,4 +1,4 @@
-#include "kv/compare_metrics.h"
+#include "analysis/compare_metrics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "kv/compare.h"
+#include "analysis/compare.h"
 
 #include "util/error.h"
 

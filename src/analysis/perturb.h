@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kv/compare_state.h"
+#include "analysis/compare_state.h"
 
 namespace ember::kv {
 

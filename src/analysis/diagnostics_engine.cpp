@@ -1,6 +1,6 @@
 // The engine as the diagnostics' model. Kept apart from diagnostics.cpp so that the
 // measurement logic does not depend on how a forward step is computed.
-#include "kv/diagnostics.h"
+#include "analysis/diagnostics.h"
 
 namespace ember::kv {
 

@@ -4,9 +4,9 @@
 
 #include <cstring>
 
-#include "kv/compare.h"
-#include "kv/diagnostics.h"
-#include "kv/perturb.h"
+#include "analysis/compare.h"
+#include "analysis/diagnostics.h"
+#include "analysis/perturb.h"
 #include "model/engine.h"
 #include "support/test_support.h"
 #include "util/error.h"

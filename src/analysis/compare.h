@@ -5,11 +5,11 @@
 #include <optional>
 #include <string>
 
-#include "kv/compare_metrics.h"
-#include "kv/compare_state.h"
-#include "kv/compare_thresholds.h"
-#include "kv/diagnostics.h"
-#include "kv/perturb.h"
+#include "analysis/compare_metrics.h"
+#include "analysis/compare_state.h"
+#include "analysis/compare_thresholds.h"
+#include "analysis/diagnostics.h"
+#include "analysis/perturb.h"
 
 namespace ember::kv {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kv/compare_state.h"
+#include "analysis/compare_state.h"
 #include "util/f16.h"
 
 namespace ember::kv::testing {

@@ -2,8 +2,8 @@
 // and labels comparisons that cross models.
 #include <gtest/gtest.h>
 
-#include "kv/compare.h"
-#include "kv/compare_fixtures.h"
+#include "analysis/compare.h"
+#include "analysis/compare_fixtures.h"
 #include "util/error.h"
 
 namespace ember::kv {

@@ -1,4 +1,4 @@
-#include "kv/report_html.h"
+#include "analysis/report_html.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "kv/compare_fixtures.h"
-#include "kv/compare_metrics.h"
-#include "kv/compare_thresholds.h"
+#include "analysis/compare_fixtures.h"
+#include "analysis/compare_metrics.h"
+#include "analysis/compare_thresholds.h"
 #include "util/f16.h"
 #include "util/error.h"
 #include "util/thread_pool.h"

@@ -1,4 +1,4 @@
-#include "kv/compare_thresholds.h"
+#include "analysis/compare_thresholds.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "kv/compare_load.h"
+#include "analysis/compare_load.h"
 
 #include <cstdio>
 #include <optional>

@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kv/diagnostics.h"
+#include "analysis/diagnostics.h"
 
 namespace ember::kv {
 

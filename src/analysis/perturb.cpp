@@ -1,4 +1,4 @@
-#include "kv/perturb.h"
+#include "analysis/perturb.h"
 
 #include <cmath>
 #include <cstdio>

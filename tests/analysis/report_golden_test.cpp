@@ -5,8 +5,8 @@
 
 #include <cstdlib>
 
-#include "kv/compare.h"
-#include "kv/compare_fixtures.h"
+#include "analysis/compare.h"
+#include "analysis/compare_fixtures.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 #include "util/f16.h"

@@ -5,7 +5,7 @@
 // the attention-output cosine and the logit agreement over the steps.
 #include <string>
 
-#include "kv/compare.h"
+#include "analysis/compare.h"
 
 namespace ember::kv {
 

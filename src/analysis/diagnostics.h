@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "kv/compare_state.h"
+#include "analysis/compare_state.h"
 #include "model/engine.h"
 
 namespace ember::kv {
