@@ -21,9 +21,15 @@ ToolAllowlist ToolAllowlist::load(const std::string& path) {
 
 PackReport check_pack(const std::string& pack_path, const ToolAllowlist& allow,
                       const PackLimits& limits, const TokenCounter* count_tokens) {
+  return check_pack_text(read_file(pack_path, 16u << 20), pack_path, allow, limits, count_tokens);
+}
+
+PackReport check_pack_text(const std::string& text, const std::string& pack_path,
+                           const ToolAllowlist& allow, const PackLimits& limits,
+                           const TokenCounter* count_tokens) {
   PackReport r;
   r.path = pack_path;
-  r.pack = parse_json_strict(read_file(pack_path, 16u << 20), pack_path);
+  r.pack = parse_json_strict(text, pack_path);
   for (const auto& e : builtin_schema("domcap1").validate(r.pack)) r.errors.push_back("schema: " + e);
   if (!r.errors.empty()) return r;  // the fields below are only meaningful in a valid pack
 

@@ -54,6 +54,12 @@ struct PackReport {
 PackReport check_pack(const std::string& pack_path, const ToolAllowlist& allow,
                       const PackLimits& limits, const TokenCounter* count_tokens);
 
+// The same check over a pack's text already in memory (pack_path names it in errors; the fuzz
+// target's entry point).
+PackReport check_pack_text(const std::string& text, const std::string& pack_path,
+                           const ToolAllowlist& allow, const PackLimits& limits,
+                           const TokenCounter* count_tokens);
+
 // The hook for `ember run --pack`: check_pack, then Error with the first violation unless ok.
 PackReport load_validated_pack(const std::string& pack_path, const ToolAllowlist& allow,
                                const PackLimits& limits, const TokenCounter* count_tokens);

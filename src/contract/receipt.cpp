@@ -25,8 +25,12 @@ json endpoint_json(const Endpoint& e) {
 
 constexpr const char* kBridgeFormat = "ember.bridge-receipt.v1";
 
-bool is_bridge_receipt(const json& doc) {
-  return doc.is_object() && doc.contains("format") && doc["format"] == kBridgeFormat;
+// The checks below read fields the schema guarantees (types, presence), so they run only on
+// a schema-valid bridge receipt: any other document, a schema-invalid receipt included, has
+// nothing for them to say (its schema violations are reported by the validator).
+bool is_valid_bridge_receipt(const json& doc) {
+  return doc.is_object() && doc.contains("format") && doc["format"] == kBridgeFormat &&
+         builtin_schema("bridge-receipt").validate(doc).empty();
 }
 
 // The directory a receipt's relative evidence paths are read from: the receipt's own.
@@ -44,7 +48,7 @@ bool is_regular_file(const std::string& path) {
 
 std::vector<std::string> receipt_consistency(const json& r) {
   std::vector<std::string> out;
-  if (!is_bridge_receipt(r)) return out;
+  if (!is_valid_bridge_receipt(r)) return out;
   // Every ember translator is token-aligned (position i of the source cache is position i of
   // the target's): a receipt of any kind claims that both ends tokenize the same way.
   const auto& st = r["source"]["tokenizer_identity"];
@@ -82,7 +86,7 @@ std::vector<std::string> receipt_consistency(const json& r) {
 
 std::vector<std::string> receipt_evidence_mismatches(const json& r, const std::string& receipt_path) {
   std::vector<std::string> out;
-  if (!is_bridge_receipt(r) || !r.contains("evidence")) return out;
+  if (!is_valid_bridge_receipt(r) || !r.contains("evidence")) return out;
   const auto& ev = r["evidence"];
   for (size_t i = 0; i < ev.size(); ++i) {
     if (!ev[i].contains("path")) continue;

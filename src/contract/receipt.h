@@ -73,7 +73,7 @@ std::vector<std::string> validate_receipt(const nlohmann::json& receipt);
 // ..., found ..." line each: source and target tokenizer identities differ (every ember
 // translator is token-aligned); translator.layers puts a layer in two role lists, lists no
 // layer at all, or is not exactly the layers 0..L-1 (a layer beyond the others: beyond the
-// model). Empty for any other document.
+// model). Empty for any other document, a schema-invalid receipt included.
 std::vector<std::string> receipt_consistency(const nlohmann::json& receipt);
 
 // Evidence items whose `path` names a regular file that is present (relative paths from the

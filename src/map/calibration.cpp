@@ -159,7 +159,16 @@ void CalibrationSet::write(const std::string& dir, bool force) const {
 
 CalibrationSet CalibrationSet::read(const std::string& dir) {
   const std::string mpath = dir + "/manifest.json";
-  const nlohmann::json m = ember::parse_json_strict(read_file(mpath, size_t(1) << 28), mpath);
+  const std::string text = read_file(mpath, size_t(1) << 28);
+  const std::string ppath = dir + "/rows.f32le";
+  const auto mapping = MappedFile::open(ppath);
+  return parse(text, mapping->data(), mapping->size(), mpath, ppath);
+}
+
+CalibrationSet CalibrationSet::parse(const std::string& manifest_text, const uint8_t* payload,
+                                     size_t payload_size, const std::string& mpath,
+                                     const std::string& ppath) {
+  const nlohmann::json m = ember::parse_json_strict(manifest_text, mpath);
   StrictObject top(m, "", mpath);
   top.expect_string("format", kCalibrationFormat);
   CalibrationSet s;
@@ -179,16 +188,13 @@ CalibrationSet CalibrationSet::read(const std::string& dir) {
     sha = p.string("sha256", 128);
     p.done();
   }
-  const std::string ppath = dir + "/rows.f32le";
-  const auto mapping = MappedFile::open(ppath);
-  const MappedFile& data = *mapping;
-  if (data.size() != bytes)
-    fail_field(ppath, "size", std::to_string(bytes) + " bytes", std::to_string(data.size()) + " bytes");
-  const std::string found = sha256_hex(data.data(), data.size());
+  if (payload_size != bytes)
+    fail_field(ppath, "size", std::to_string(bytes) + " bytes", std::to_string(payload_size) + " bytes");
+  const std::string found = sha256_hex(payload, payload_size);
   if (found != sha) fail_field(ppath, "sha256", sha, found);
   const nlohmann::json& blocks = top.array("blocks");
   top.done();
-  ByteReader r(data.data(), data.size(), ppath);
+  ByteReader r(payload, payload_size, ppath);
   for (size_t i = 0; i < blocks.size(); ++i) {
     StrictObject bj = top.object_at("blocks", blocks, i);
     const std::string hash = bj.string("prompt_hash", 128);
@@ -209,7 +215,7 @@ CalibrationSet CalibrationSet::read(const std::string& dir) {
   }
   if (r.remaining() != 0)
     fail_field(ppath, "size", std::to_string(r.offset()) + " bytes (sum of blocks)",
-               std::to_string(data.size()) + " bytes");
+               std::to_string(payload_size) + " bytes");
   s.validate(mpath);
   return s;
 }

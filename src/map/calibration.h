@@ -80,6 +80,9 @@ struct CalibrationSet {
   void write(const std::string& dir, bool force) const;
   // Strict read: format, payload size and SHA-256, validate().
   static CalibrationSet read(const std::string& dir);
+  // The same read over bytes already in memory (the fuzz target's entry point).
+  static CalibrationSet parse(const std::string& manifest_text, const uint8_t* payload, size_t payload_size,
+                              const std::string& mpath, const std::string& ppath);
 };
 
 }  // namespace ember::map

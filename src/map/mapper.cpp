@@ -135,7 +135,15 @@ void Mapper::write(const std::string& dir, bool force) const {
 
 Mapper Mapper::read(const std::string& dir) {
   const std::string mpath = dir + "/manifest.json";
-  const nlohmann::json m = ember::parse_json_strict(read_file(mpath, size_t(1) << 26), mpath);
+  const std::string text = read_file(mpath, size_t(1) << 26);
+  const std::string wpath = dir + "/weights.f64le";
+  const auto mapping = MappedFile::open(wpath);
+  return parse(text, mapping->data(), mapping->size(), mpath, wpath);
+}
+
+Mapper Mapper::parse(const std::string& manifest_text, const uint8_t* weights, size_t weights_size,
+                     const std::string& mpath, const std::string& wpath) {
+  const nlohmann::json m = ember::parse_json_strict(manifest_text, mpath);
   // Every key is read (done() refuses the rest), so the mapper hash, recomputed from what
   // was read, covers the whole manifest: an added field cannot ride along unhashed.
   StrictObject top(m, "", mpath);
@@ -156,7 +164,6 @@ Mapper Mapper::read(const std::string& dir) {
   mp.shared_layers = int(top.integer("shared_layers", 0, mp.target.n_layers));
   mp.calib_rows = top.integer("calib_rows", 0, INT64_MAX);
   mp.eval_rows = top.integer("eval_rows", 0, INT64_MAX);
-  const std::string wpath = dir + "/weights.f64le";
   std::string weights_sha;
   uint64_t weights_bytes = 0;
   {
@@ -166,13 +173,12 @@ Mapper Mapper::read(const std::string& dir) {
     weights_sha = w.string("sha256", 128);
     w.done();
   }
-  const auto mapping = MappedFile::open(wpath);
-  if (mapping->size() != weights_bytes)
+  if (weights_size != weights_bytes)
     fail_field(wpath, "size", std::to_string(weights_bytes) + " bytes (weights.bytes)",
-               std::to_string(mapping->size()) + " bytes");
-  const std::string found = sha256_hex(mapping->data(), mapping->size());
+               std::to_string(weights_size) + " bytes");
+  const std::string found = sha256_hex(weights, weights_size);
   if (found != weights_sha) fail_field(wpath, "sha256", weights_sha, found);
-  ByteReader r(mapping->data(), mapping->size(), wpath);
+  ByteReader r(weights, weights_size, wpath);
 
   const nlohmann::json& layers = top.array("layers", size_t(kMaxLayersRead));
   if (int64_t(layers.size()) != mp.target.n_layers)
@@ -220,7 +226,7 @@ Mapper Mapper::read(const std::string& dir) {
     mp.residual.push_back(std::move(rm));
   }
   if (r.remaining() != 0)
-    fail_field(wpath, "size", std::to_string(r.offset()) + " bytes", std::to_string(mapping->size()) + " bytes");
+    fail_field(wpath, "size", std::to_string(r.offset()) + " bytes", std::to_string(weights_size) + " bytes");
   const std::string want = top.string("mapper_hash", 128);
   top.done();
   if (mp.hash() != want) fail_field(mpath, "mapper_hash", mp.hash(), want);

@@ -64,6 +64,10 @@ struct Mapper {
   void write(const std::string& dir, bool force) const;
   // Strict read: format, payload size and SHA-256, shapes, recomputed mapper hash.
   static Mapper read(const std::string& dir);
+  // The same read over bytes already in memory (what read() does after opening the two files;
+  // the fuzz target's entry point). mpath/wpath name the manifest and weights in errors.
+  static Mapper parse(const std::string& manifest_text, const uint8_t* weights, size_t weights_size,
+                      const std::string& mpath, const std::string& wpath);
 };
 
 // The identity mapper (source K/V used as the target's). Needs equal geometry.
