@@ -283,7 +283,6 @@ void write_state_dir(const SnapshotManifest& m, const MappedProvenance* mapping,
                      const std::string& dir, bool force) {
   check_cache_shape(m.geometry, cache, dir, /*positions=*/true);
   const std::string text = state_manifest_json(m, mapping, dir + " (manifest to write)");
-  remove_stale_temporaries(dir);
   AtomicDirectory out(dir, force);
   for (Payload p : {Payload::keys, Payload::values}) {
     auto f = out.create(payload_file(p));
