@@ -54,6 +54,8 @@ ComparedState compared_from_snapshot(Snapshot s) {
   c.identity.snapshot_id = sha256_hex(m.to_json());
   c.identity.keys_sha256 = m.keys.sha256;
   c.identity.values_sha256 = m.values.sha256;
+  c.identity.seal = m.seal;
+  c.identity.signature = m.signature;
   c.identity.provenance = {{"format", std::string(m.format) + ".v" + std::to_string(m.version)},
                            {"numerics_contract", m.numerics.contract}};
   c.coords.n_layers = m.geometry.layers;

@@ -8,11 +8,13 @@
 // geometry, positions, prefix tokens, tokenizer identity and representation state. Model
 // identities may differ: the comparison then crosses models and the report says so.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "model/kv_cache.h"
+#include "util/ed25519.h"
 
 namespace ember::kv {
 
@@ -29,6 +31,10 @@ struct StateIdentity {
   std::string keys_sha256;         // hex SHA-256 of the active K bytes [layer][head][pos][dim]
   std::string values_sha256;       // same for V
   NamedValues provenance;          // e.g. mapper hash, source snapshot, perturbation receipt
+  // The artifact's content identity (kv/seal.h) and its signature when signed, as read: what
+  // `kv compare --expect-left/--trust` check before anything is compared.
+  std::string seal;
+  std::optional<Ed25519Signature> signature;
 };
 
 struct StateCoordinates {

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/limits.h"
+#include "cli/trust_flags.h"
 #include "cli/model_loader.h"
 #include "analysis/compare.h"
 #include "analysis/compare_load.h"
@@ -33,6 +34,7 @@ struct CompareArgs {
               *min_r2_opt = nullptr;
   int threads = 0;
   bool allow_past_context = false;
+  TwoSidedTrust trust;
 };
 
 struct PerturbArgs {
@@ -95,6 +97,8 @@ void run_compare(const CompareArgs& a) {
                          "still applies); metrics over them are not meaningful\n");
   const kv::ComparedState left = kv::load_compared_state_or_mapped(a.left, a.allow_non_finite);
   kv::ComparedState right = kv::load_compared_state_or_mapped(a.right, a.allow_non_finite);
+  kv::check_trust(a.left, left.identity.seal, left.identity.signature, a.trust.side(true));
+  kv::check_trust(a.right, right.identity.seal, right.identity.signature, a.trust.side(false));
 
   ThreadPool pool(threads);
   std::optional<kv::PerturbedState> perturbed;
@@ -166,6 +170,7 @@ void register_kv_compare_commands(CLI::App& kv) {
       "compare", "Compare two aligned KV states per layer and KV head (docs/compare.md)");
   c->add_option("LEFT", ca->left, "Reference state (snapshot directory or KVC1 file)")->required();
   c->add_option("RIGHT", ca->right, "Candidate state")->required();
+  add_two_sided_trust_flags(c, ca->trust);
   c->add_flag("--json", ca->json, "Print the canonical JSON report instead of the table");
   c->add_option("--json-out", ca->json_out, "Also write the JSON report to this file");
   c->add_flag("--r2", ca->r2, "Add the directional R² (RIGHT explained by LEFT)");

@@ -9,6 +9,22 @@ void add_trust_flags(CLI::App* c, kv::TrustRequirements& req) {
   c->add_option("--trust", req.trusted_key_pem, "refuse the artifact unless it is signed by this Ed25519 public key (PEM)");
 }
 
+void add_two_sided_trust_flags(CLI::App* c, TwoSidedTrust& t) {
+  c->add_option("--expect-left", t.left.expect_seal, "refuse LEFT unless its seal is ID");
+  c->add_option("--expect-right", t.right.expect_seal, "refuse RIGHT unless its seal is ID");
+  c->add_option("--trust-left", t.left.trusted_key_pem, "refuse LEFT unless signed by this Ed25519 public key (PEM)");
+  c->add_option("--trust-right", t.right.trusted_key_pem, "refuse RIGHT unless signed by this Ed25519 public key (PEM)");
+  c->add_option("--trust", t.both_key_pem, "refuse either side unless signed by this Ed25519 public key (PEM)")
+      ->excludes(c->get_option("--trust-left"))
+      ->excludes(c->get_option("--trust-right"));
+}
+
+kv::TrustRequirements TwoSidedTrust::side(bool left_side) const {
+  kv::TrustRequirements r = left_side ? left : right;
+  if (!both_key_pem.empty()) r.trusted_key_pem = both_key_pem;
+  return r;
+}
+
 void add_sign_flag(CLI::App* c, std::string& private_key_pem) {
   c->add_option("--sign", private_key_pem, "sign the artifact's seal with this Ed25519 private key (PEM)");
 }

@@ -16,6 +16,15 @@ namespace ember::cli {
 void add_trust_flags(CLI::App* c, kv::TrustRequirements& req);
 void add_sign_flag(CLI::App* c, std::string& private_key_pem);
 
+// The same pair for a command that reads two artifacts (kv compare): --expect-left,
+// --expect-right, --trust-left, --trust-right, and --trust for both sides.
+struct TwoSidedTrust {
+  kv::TrustRequirements left, right;
+  std::string both_key_pem;
+  kv::TrustRequirements side(bool left_side) const;  // with --trust folded in
+};
+void add_two_sided_trust_flags(CLI::App* c, TwoSidedTrust& t);
+
 // kv::check_trust over a manifest as read (its seal and signature). Error naming `where`.
 void check_artifact_trust(const std::string& where, const kv::SnapshotManifest& m, const kv::TrustRequirements& req);
 

@@ -143,5 +143,33 @@ TEST(SealCli, SignaturesAreCheckedWheneverPresentAndRequiredByTrust) {
   EXPECT_NE(out.find("signature.value: expected a valid Ed25519 signature"), std::string::npos) << out;
 }
 
+// kv compare pins and authenticates each side on its own: --expect-left/--expect-right take the
+// seals the writers printed, --trust (both sides) or --trust-left/--trust-right a public key;
+// a KVC1 file carries its snapshot's seal, so pinning it works on a packed side too.
+TEST(SealCli, CompareChecksEachSidesSealAndSignature) {
+  const std::string keys = temp_dir("seal-compare-keys");
+  std::string out;
+  ASSERT_EQ(run_command(ember_binary() + " kv keygen --private " + keys + "/k.pem --public " + keys + "/k.pub", &out), 0) << out;
+  const Exported left = export_stories("seal-compare-left", "--sign " + keys + "/k.pem");
+  const Exported right = export_stories("seal-compare-right");
+  const std::string packed = temp_dir("seal-compare-kvc") + "/right.kvc";
+  ASSERT_EQ(run_command(ember_binary() + " kvc pack " + right.dir + " " + packed, &out), 0) << out;
+  const auto compare = [&](const std::string& extra) {
+    return run_command(ember_binary() + " kv compare " + left.dir + " " + packed + " " + extra, &out);
+  };
+  EXPECT_EQ(compare("--expect-left " + left.seal + " --expect-right " + right.seal), 0) << out;
+  EXPECT_EQ(left.seal, right.seal);  // same content, same identity: the signature is not part of it
+  const std::string other(64, 'b');
+  EXPECT_EQ(compare("--expect-right " + other), 2) << out;
+  EXPECT_NE(out.find(packed + ": seal: expected " + other + " (--expect), found " + right.seal), std::string::npos)
+      << out;
+  EXPECT_EQ(compare("--expect-left " + other), 2) << out;
+  EXPECT_NE(out.find(left.dir + ": seal: expected " + other), std::string::npos) << out;
+  EXPECT_EQ(compare("--trust-left " + keys + "/k.pub"), 0) << out;
+  EXPECT_EQ(compare("--trust " + keys + "/k.pub"), 2) << out;  // RIGHT is unsigned
+  EXPECT_NE(out.find(packed + ": signature"), std::string::npos) << out;
+  EXPECT_NE(out.find("an unsigned artifact"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace ember::test
