@@ -17,6 +17,7 @@
 #include "kv/mapped_state.h"
 #include "kv/state_loader.h"
 #include "map/anchor.h"
+#include "map/hybrid.h"
 #include "map/collect.h"
 #include "map/mapper.h"
 #include "map/metrics.h"
@@ -72,12 +73,6 @@ model::ModelConfig rope_config_of(const kv::SnapshotManifest& m) {
   c.rope_scaling.low_freq_factor = m.rope.low_freq_factor;
   c.rope_scaling.high_freq_factor = m.rope.high_freq_factor;
   return c;
-}
-
-std::vector<std::string> role_names(const map::AnchorReport& r) {
-  std::vector<std::string> out;
-  for (auto role : r.roles) out.push_back(map::layer_role_name(role));
-  return out;
 }
 
 
@@ -337,6 +332,22 @@ void add_replay(CLI::App& m) {
   });
 }
 
+// The bridge receipt of one handoff, before any check adds its metrics.
+contract::BridgeReceipt hybrid_receipt(const Loaded& s, const Loaded& t, const map::Mapper* mp,
+                                       const map::HybridRun& run) {
+  contract::BridgeReceipt rc;
+  rc.source = {s.model->identity(), model::arch_name(s.model->config().arch), s.tokenizer->identity(), ""};
+  rc.target = {t.model->identity(), model::arch_name(t.model->config().arch), t.tokenizer->identity(), ""};
+  rc.kind = "hybrid";
+  rc.mapper_hash = mp ? mp->hash() : "";
+  rc.layers = plan_of(map::layer_role_names(run.report));
+  if (mp) rc.calibration = contract::Calibration{mp->split_hash, 1, 0};
+  rc.created_by = "ember map hybrid";
+  rc.notes = "s = " + std::to_string(run.s) + ", a = " + std::to_string(run.a) + "; target prefill work saved " +
+             std::to_string(100 * run.report.prefill_work_saved()) + "% (weight MACs)";
+  return rc;
+}
+
 void add_hybrid(CLI::App& m) {
   auto* c = m.add_subcommand("hybrid", "Recompute-anchor handoff: reuse shared layers, map [s, a), recompute [a, L)");
   struct Opts {
@@ -363,107 +374,54 @@ void add_hybrid(CLI::App& m) {
       refuse_output_is_input(out, {o->source, o->target, o->mapper});
     const Loaded s = load(o->source), t = load(o->target);
     require_same_tokenizer(s, t, where);
-    const map::SharedLayers shared = map::shared_layers(s.model->file(), s.model->config(), t.model->file(), t.model->config());
-    const int sl = shared.layers;
-    const int L = t.model->config().n_layers;
-    const int a = o->anchor < 0 ? sl : o->anchor;
-    if (a < sl || a > L) fail_field(where, "--anchor", "in [s, L] = [" + std::to_string(sl) + ", " + std::to_string(L) + "]", std::to_string(a));
     std::unique_ptr<map::Mapper> mp;
-    if (!o->mapper.empty()) {
-      mp = std::make_unique<map::Mapper>(map::Mapper::read(o->mapper));
-      if (mp->source.identity != s.model->identity() || mp->target.identity != t.model->identity())
-        fail_field(where, "mapper identities", "this source and target", "another pair");
-      if (mp->shared_layers != sl) fail_field(where, "mapper shared layers", std::to_string(sl), std::to_string(mp->shared_layers));
-    }
+    if (!o->mapper.empty()) mp = std::make_unique<map::Mapper>(map::Mapper::read(o->mapper));
     const std::vector<int32_t> ids = s.tokenizer->encode(o->prompt, s.tokenizer->add_bos_default());
-    if (ids.size() < 2) fail_field(where, "--prompt", "at least 2 tokens (BOS included)", std::to_string(ids.size()));
-    const int P = int(ids.size());
-    const std::span<const int32_t> prefix(ids.data(), size_t(P - 1));
     const int threads = resolve_threads(o->threads);
     model::Engine se(s.model, {threads}), te(t.model, {threads});
-    std::vector<float> residual;
-    model::ForwardHooks hooks;
-    hooks.on_residual = [&](int b, int, int n, const float* x) {
-      if (b == a) residual.assign(x, x + size_t(n) * se.config().n_embd);
-    };
-    model::KvCache src_cache = se.new_cache(P);
-    se.forward(src_cache, prefix, &hooks);
-    map::AnchorReport report;
-    model::KvCache cache = map::anchor_handoff(te, se.config(), mp.get(), src_cache, prefix,
-                                               residual.empty() ? nullptr : residual.data(), sl, a,
-                                               P, &report);  // grows as it fills
+    map::HybridRun run = map::run_hybrid(se, te, *s.model, *t.model, mp.get(), ids, o->anchor, where);
+    const int sl = run.s, a = run.a, L = t.model->config().n_layers;
+    const map::AnchorReport& report = run.report;
+    model::KvCache& cache = run.cache;
     if (!o->output.empty()) {
-      kv::MappedState st;
-      st.manifest = map::target_coordinates(te, t.tokenizer->identity());
-      st.manifest.prefix.tokens.assign(prefix.begin(), prefix.end());
-      st.manifest.resume.token = ids[size_t(P - 1)];
-      st.manifest.resume.position = P - 1;
-      st.cache = model::KvCache(cache.n_layers, cache.n_kv_heads, cache.head_dim, P - 1);
-      st.cache.n_pos = P - 1;
-      st.cache.copy_prefix(cache, P - 1);
-      st.mapping.kind = "hybrid";
-      st.mapping.mapper_hash = mp ? mp->hash() : "";
-      st.mapping.calibration_split_hash = mp ? mp->split_hash : "";
-      st.mapping.shared_layers = sl;
-      st.mapping.anchor = a;
-      st.mapping.layer_roles = role_names(report);
-      st.mapping.source_model_identity = s.model->identity();
-      st.mapping.source_manifest_sha256 = "";
-      st.mapping.source_prefix_sha256 = map::prompt_hash(prefix);
+      kv::MappedState st = map::hybrid_mapped_state(run, te, t.tokenizer->identity(), s.model->identity(), mp.get());
       kv::write_mapped_state(st, o->output, o->force);
     }
     std::fprintf(stderr, "ember: handoff s = %d, a = %d, L = %d:", sl, a, L);
     for (size_t l = 0; l < report.roles.size(); ++l)
       std::fprintf(stderr, " %zu:%s", l, map::layer_role_name(report.roles[l]));
     std::fprintf(stderr, "; target prefill work saved %.1f%% (weight MACs)\n", 100 * report.prefill_work_saved());
-    const int32_t last = ids[size_t(P - 1)];
-    std::vector<float> logits = te.forward(cache, std::span<const int32_t>(&last, 1));
+    std::vector<float> logits = te.forward(cache, std::span<const int32_t>(&run.resume_token, 1));
     const std::vector<float> first = logits;
     std::vector<int32_t> out_ids;
     std::cout << o->prompt;
     print_greedy(te, *t.tokenizer, cache, logits, o->n, &out_ids);
-    contract::BridgeReceipt rc;
-    rc.source = {s.model->identity(), model::arch_name(s.model->config().arch), s.tokenizer->identity(), ""};
-    rc.target = {t.model->identity(), model::arch_name(t.model->config().arch), t.tokenizer->identity(), ""};
-    rc.kind = "hybrid";
-    rc.mapper_hash = mp ? mp->hash() : "";
-    rc.layers = plan_of(role_names(report));
-    if (mp) rc.calibration = contract::Calibration{mp->split_hash, 1, 0};
-    rc.created_by = "ember map hybrid";
-    rc.notes = "s = " + std::to_string(sl) + ", a = " + std::to_string(a) + "; target prefill work saved " +
-               std::to_string(100 * report.prefill_work_saved()) + "% (weight MACs)";
+    contract::BridgeReceipt rc = hybrid_receipt(s, t, mp.get(), run);
     const std::string rpath = o->receipt.empty() && !o->output.empty() ? receipt_path_for(o->output, "") : o->receipt;
     nlohmann::json j = {{"source", s.model->identity()}, {"target", t.model->identity()},
                         {"shared_layers", sl}, {"anchor", a}, {"handoff", report.to_json()},
                         {"mapper_hash", mp ? mp->hash() : ""}, {"generated", out_ids}};
+    bool exact_hybrid_differs = false;
     if (o->check) {
-      model::KvCache ref_cache = te.new_cache(P);
-      std::vector<float> ref = te.forward(ref_cache, ids);
-      const map::LogitComparison cmp = map::compare_logits(first.data(), ref.data(), int(ref.size()));
-      std::vector<int32_t> ref_ids;
-      for (int i = 0; i < o->n; ++i) {
-        const int32_t id = map::first_argmax(ref.data(), int(ref.size()));
-        ref_ids.push_back(id);
-        if (t.tokenizer->is_eog(id)) break;
-        if (i + 1 < o->n) ref = te.forward(ref_cache, std::span<const int32_t>(&id, 1));
-      }
+      const map::FullPrefillReference ref =
+          map::full_prefill_reference(te, ids, o->n, [&](int32_t id) { return t.tokenizer->is_eog(id); });
+      const map::LogitComparison cmp =
+          map::compare_logits(first.data(), ref.first_logits.data(), int(ref.first_logits.size()));
+      const bool same_greedy = ref.greedy == out_ids;
       std::fprintf(stderr, "ember: check vs full target prefill: first logits %s (rel err %.3e), greedy %s\n",
-                   cmp.bit_identical ? "bit-identical" : "differ", cmp.rel_l2, ref_ids == out_ids ? "identical" : "differs");
+                   cmp.bit_identical ? "bit-identical" : "differ", cmp.rel_l2, same_greedy ? "identical" : "differs");
       j["check"] = {{"first_logits_bit_identical", cmp.bit_identical}, {"rel_logit_error", cmp.rel_l2},
-                    {"same_next_token", cmp.same_argmax}, {"greedy_identical", ref_ids == out_ids}};
+                    {"same_next_token", cmp.same_argmax}, {"greedy_identical", same_greedy}};
       rc.n_comparisons = 1;
       rc.metrics["next_token_agreement"] = cmp.same_argmax ? 1.0 : 0.0;
       rc.metrics["mean_rel_logit_error"] = cmp.rel_l2;
       rc.metrics["max_abs_logit_diff"] = cmp.max_abs;
       rc.held_out = !mp;  // no fit involved: the prompt cannot have been seen by one
-      if (!rpath.empty()) contract::write_receipt(rpath, rc, o->force);
-      if (!o->json.empty()) write_file_atomic(o->json, j.dump(2) + "\n", o->force);
-      if (a == sl && !(cmp.bit_identical && ref_ids == out_ids))
-        throw CheckFailed{"the exact hybrid (a == s) differs from the target's full prefill"};
-      return;
+      exact_hybrid_differs = a == sl && !(cmp.bit_identical && same_greedy);
     }
     if (!rpath.empty()) contract::write_receipt(rpath, rc, o->force);
     if (!o->json.empty()) write_file_atomic(o->json, j.dump(2) + "\n", o->force);
+    if (exact_hybrid_differs) throw CheckFailed{"the exact hybrid (a == s) differs from the target's full prefill"};
   });
 }
 

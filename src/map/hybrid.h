@@ -1,0 +1,65 @@
+#pragma once
+// `ember map hybrid` as a library call: one recompute-anchor handoff of a prompt from a source
+// model to a target model (anchor.h explains s, a and the layer roles), the mapped cache it
+// hands over, and the reference it is checked against (the target's own full prefill).
+//
+//   map::HybridRun run = map::run_hybrid(src_engine, tgt_engine, mapper_or_null, ids, a);
+//   kv::MappedState artifact = map::hybrid_mapped_state(run, tgt_engine, ...);   // --output
+//   logits = tgt_engine.forward(run.cache, {&ids.back(), 1});                    // decode on
+//
+// Receipts are the contract layer's and stay with the caller (map/ does not link contract/).
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kv/mapped_state.h"
+#include "map/anchor.h"
+#include "map/mapper.h"
+#include "map/metrics.h"
+#include "map/shared.h"
+#include "model/engine.h"
+
+namespace ember::map {
+
+struct HybridRun {
+  int s = 0, a = 0;              // shared layers (verified) and the anchor used
+  AnchorReport report;
+  model::KvCache cache;          // the target's cache over the prefix ids[0, P-1), cursor at P-1
+  std::vector<int32_t> prefix;   // ids[0, P-1)
+  int32_t resume_token = -1;     // ids[P-1]: the token the target decodes first
+};
+
+// Verifies the handoff's inputs, naming `where` and the field: both models share their lower
+// layers byte for byte up to s (shared.h, from the tensor hashes); s <= a <= L (a < 0 means
+// a = s, the exact hybrid); a mapper, when given, maps this source to this target with the same
+// s (one is required when a > s, anchor_handoff refuses otherwise); ids has at least 2 tokens.
+// Then prefills the source over the prefix, capturing its residual entering layer a, and
+// builds the target's cache by anchor_handoff (the cache grows as it fills).
+HybridRun run_hybrid(model::Engine& source, model::Engine& target, const model::Model& source_model,
+                     const model::Model& target_model, const Mapper* mapper, std::span<const int32_t> ids,
+                     int anchor, const std::string& where);
+
+// The handed-over prefix as an ember.kv-mapped.v1 artifact (kind "hybrid"): the target's
+// coordinates with the prefix and resume token, the cache's first P-1 positions, and the
+// provenance (mapper hash and calibration split when a mapper was used, s, a, layer roles,
+// the source model and the prefix hash).
+kv::MappedState hybrid_mapped_state(const HybridRun& run, const model::Engine& target,
+                                    const std::string& target_tokenizer_identity,
+                                    const std::string& source_model_identity, const Mapper* mapper);
+
+// The layer roles of a handoff by name ("reused" | "mapped" | "recomputed"), target layer order.
+std::vector<std::string> layer_role_names(const AnchorReport& report);
+
+// What a handoff is checked against: the target's full prefill of all of ids and its greedy
+// continuation of up to n tokens (stopping after an end-of-generation id, as the hybrid's own
+// decode does).
+struct FullPrefillReference {
+  std::vector<float> first_logits;
+  std::vector<int32_t> greedy;
+};
+FullPrefillReference full_prefill_reference(model::Engine& target, std::span<const int32_t> ids, int n,
+                                            const std::function<bool(int32_t)>& is_end_of_generation);
+
+}  // namespace ember::map
