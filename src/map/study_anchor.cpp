@@ -147,15 +147,9 @@ model::KvCache apply_joint(const JointMaps& jm, const model::ModelConfig& c, con
   model::KvCache dst(L, G, D, cap);
   model::RopeTable rope(c);
   std::vector<float> cs(static_cast<size_t>(D / 2)), sn(cs.size()), x(size_t(G) * D), y(x.size());
-  for (int l = 0; l < L; ++l)
+  dst.copy_prefix(src, n, 0, s);  // the reused layers
+  for (int l = s; l < L; ++l)
     for (int p = 0; p < n; ++p) {
-      if (l < s) {
-        for (int h = 0; h < G; ++h) {
-          std::memcpy(dst.k_row(l, h, p), src.k_row(l, h, p), size_t(D) * 2);
-          std::memcpy(dst.v_row(l, h, p), src.v_row(l, h, p), size_t(D) * 2);
-        }
-        continue;
-      }
       rope.cos_sin(p, cs.data(), sn.data());
       for (int part = 0; part < 2; ++part) {
         for (int h = 0; h < G; ++h) {

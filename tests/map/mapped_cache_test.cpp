@@ -40,11 +40,7 @@ std::vector<int32_t> export_native(const std::string& dir, const std::string& pr
   s.manifest.resume.position = int64_t(ids.size());
   s.cache = model::KvCache(full.n_layers, full.n_kv_heads, full.head_dim, int(ids.size()));
   s.cache.n_pos = int(ids.size());
-  for (int l = 0; l < full.n_layers; ++l)
-    for (int h = 0; h < full.n_kv_heads; ++h) {
-      std::memcpy(s.cache.k_row(l, h, 0), full.k_row(l, h, 0), ids.size() * full.head_dim * 2);
-      std::memcpy(s.cache.v_row(l, h, 0), full.v_row(l, h, 0), ids.size() * full.head_dim * 2);
-    }
+  s.cache.copy_prefix(full, int(ids.size()));
   kv::seal(s);
   kv::write_snapshot(s, dir, false);
   std::vector<int32_t> out;

@@ -163,12 +163,7 @@ TEST(Partial, ProjectKvAndAnchorRecomputeMatchForward) {
       // The recompute anchor: layers [0, a) reused from the full run, the residual entering
       // layer a recomputed through [a, L-1), only the K/V projections of the last layer.
       KvCache cache = e.new_cache(12);
-      for (int l = 0; l < a; ++l)
-        for (int g = 0; g < c.n_kv_heads; ++g)
-          for (int p = 0; p < 10; ++p) {
-            std::memcpy(cache.k_row(l, g, p), full.k_row(l, g, p), size_t(c.head_dim) * 2);
-            std::memcpy(cache.v_row(l, g, p), full.v_row(l, g, p), size_t(c.head_dim) * 2);
-          }
+      cache.copy_prefix(full, 10, 0, a);
       std::vector<float> x = r.residual[size_t(a)];
       e.run_layers(a, L - 1, cache, 0, 10, x.data());
       e.project_kv(L - 1, x.data(), 10, 0, cache);
