@@ -13,6 +13,7 @@
 #include "cli/prompt_text.h"
 #include "cli/trust_flags.h"
 #include "contract/receipt.h"
+#include "contract/registry.h"
 #include "kv/import.h"
 #include "kv/mapped_state.h"
 #include "kv/state_loader.h"
@@ -85,6 +86,22 @@ std::vector<std::string> role_names(const map::AnchorReport& r) {
 // "research" (a single fit or handoff is not the held-out evaluation a "validated" claim needs).
 contract::Endpoint endpoint(const map::ModelGeometry& g, const std::string& tok) {
   return {g.identity, g.arch, tok, ""};
+}
+
+// The mapped cache's `registration`: "unregistered" without --registry; with it, the gate
+// (contract::require_registered) refuses, before anything is computed or written, a mapper
+// the registry does not vouch for.
+std::string registration_of(const std::string& registry, const contract::RegistryQuery& q) {
+  if (registry.empty()) return "unregistered";
+  const contract::Registration r = contract::require_registered(registry, q);
+  std::fprintf(stderr, "ember: registry %s: mapper validated as entry %s\n", registry.c_str(), r.id.c_str());
+  return r.label();
+}
+
+void add_registry_option(CLI::App* c, std::string& registry) {
+  c->add_option("--registry", registry,
+                "Translator registry (contract registry add): refuse a mapper it does not list as validated "
+                "for these models");
 }
 
 contract::LayerPlan plan_of(const std::vector<std::string>& roles) {
@@ -235,7 +252,7 @@ void add_fit(CLI::App& m) {
 void add_apply(CLI::App& m) {
   auto* c = m.add_subcommand("apply", "Map a source snapshot into a mapped cache for the target (ember.kv-mapped.v1)");
   struct Opts {
-    std::string mapper, snapshot, target, output, receipt, sign;
+    std::string mapper, snapshot, target, output, receipt, sign, registry;
     bool force = false;
     kv::TrustRequirements trust;
   };
@@ -248,6 +265,7 @@ void add_apply(CLI::App& m) {
   c->add_flag("--force", o->force, "Replace an existing output");
   add_sign_flag(c, o->sign);
   add_trust_flags(c, o->trust);  // on the source snapshot
+  add_registry_option(c, o->registry);
   c->callback([o] {
     const std::string where = "map apply";
     for (const std::string& out : {o->output, receipt_path_for(o->output, o->receipt)})
@@ -263,6 +281,12 @@ void add_apply(CLI::App& m) {
     if (t.model->identity() != mp.target.identity)
       fail_field(where, "target model identity", mp.target.identity + " (the mapper's target)", t.model->identity());
     model::Engine te(t.model, {});
+    contract::RegistryQuery q;
+    q.source = {src.manifest.model.identity, src.manifest.model.architecture, src.manifest.tokenizer.identity, ""};
+    q.target = {t.model->identity(), model::arch_name(te.config().arch), t.tokenizer->identity(), ""};
+    q.kind = map::mapper_kind_name(mp.kind);
+    q.mapper_hash = mp.hash();
+    const std::string registration = registration_of(o->registry, q);
     kv::MappedState out;
     out.manifest = map::target_coordinates(te, t.tokenizer->identity());
     out.manifest.prefix = src.manifest.prefix;
@@ -280,6 +304,7 @@ void add_apply(CLI::App& m) {
     out.mapping.source_model_identity = src.manifest.model.identity;
     out.mapping.source_manifest_sha256 = sha256_hex(src.manifest.to_json());
     out.mapping.source_prefix_sha256 = src.manifest.prefix.sha256;
+    out.mapping.registration = registration;
     const std::string rpath = receipt_path_for(o->output, o->receipt);
     if (!o->force && path_exists(rpath)) fail(rpath, "already exists; refusing to overwrite it (pass --force)");
     kv::write_mapped_state(out, o->output, o->force, o->sign);
@@ -340,7 +365,7 @@ void add_replay(CLI::App& m) {
 void add_hybrid(CLI::App& m) {
   auto* c = m.add_subcommand("hybrid", "Recompute-anchor handoff: reuse shared layers, map [s, a), recompute [a, L)");
   struct Opts {
-    std::string source, target, prompt, mapper, output, json, receipt;
+    std::string source, target, prompt, mapper, output, json, receipt, registry;
     int anchor = -1, n = 16, threads = 1;
     bool check = false, force = false;
   };
@@ -357,6 +382,7 @@ void add_hybrid(CLI::App& m) {
   c->add_option("--json", o->json, "Write a JSON report");
   c->add_option("--receipt", o->receipt, "Write a bridge receipt (default with --output: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace existing outputs");
+  add_registry_option(c, o->registry);
   c->callback([o] {
     const std::string where = "map hybrid";
     for (const std::string& out : {o->output, o->json, o->receipt})
@@ -375,6 +401,12 @@ void add_hybrid(CLI::App& m) {
         fail_field(where, "mapper identities", "this source and target", "another pair");
       if (mp->shared_layers != sl) fail_field(where, "mapper shared layers", std::to_string(sl), std::to_string(mp->shared_layers));
     }
+    contract::RegistryQuery q;
+    q.source = {s.model->identity(), model::arch_name(s.model->config().arch), s.tokenizer->identity(), ""};
+    q.target = {t.model->identity(), model::arch_name(t.model->config().arch), t.tokenizer->identity(), ""};
+    q.kind = "hybrid";
+    q.mapper_hash = mp ? mp->hash() : "";
+    const std::string registration = registration_of(o->registry, q);
     const std::vector<int32_t> ids = s.tokenizer->encode(o->prompt, s.tokenizer->add_bos_default());
     if (ids.size() < 2) fail_field(where, "--prompt", "at least 2 tokens (BOS included)", std::to_string(ids.size()));
     const int P = int(ids.size());
@@ -410,6 +442,7 @@ void add_hybrid(CLI::App& m) {
       st.mapping.source_model_identity = s.model->identity();
       st.mapping.source_manifest_sha256 = "";
       st.mapping.source_prefix_sha256 = map::prompt_hash(prefix);
+      st.mapping.registration = registration;
       kv::write_mapped_state(st, o->output, o->force);
     }
     std::fprintf(stderr, "ember: handoff s = %d, a = %d, L = %d:", sl, a, L);
