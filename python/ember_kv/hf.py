@@ -67,12 +67,26 @@ def from_hf_layers(layers, state, path, artifact=None, force=False):
     if dtype not in ("f16", "f32"):
         raise ValueError(f"representation.dtype: expected f16|f32 for writing from numpy, found {dtype!r}")
     np_dtype = np.float16 if dtype == "f16" else np.float32
-    tensors = []
+    layers = list(layers)
     for k, v in layers:
         if k.ndim != 4 or k.shape[0] != 1 or v.shape != k.shape:
             raise ValueError(f"layer arrays: expected [1, kv_heads, seq, head_dim], found {k.shape} {v.shape}")
-        tensors.append(hf_to_ember_keys(np.asarray(k[0]), state["rope"]["layout"]).astype(np_dtype))
-        tensors.append(np.asarray(v[0]).astype(np_dtype))
+    layout = state["rope"]["layout"]
+
+    class Converted:
+        """Each tensor converted when the streaming writer asks for it (twice: hash and write
+        pass), so the converted cache is never held whole."""
+
+        def __len__(self):
+            return 2 * len(layers)
+
+        def __getitem__(self, i):
+            k, v = layers[i // 2]
+            if i % 2:
+                return np.asarray(v[0]).astype(np_dtype)
+            return hf_to_ember_keys(np.asarray(k[0]), layout).astype(np_dtype)
+
+    tensors = Converted()
     if "seal" in state:
         # A full ember manifest: its seal must describe what is written (an edited state, or
         # payload hashes recomputed by the caller, would otherwise be refused by ember's reader).

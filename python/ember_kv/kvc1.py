@@ -1,7 +1,8 @@
 """KVC1 reader and writer, byte-compatible with ember's C++ (src/kv/kvc1.cpp).
 
-Layout (little-endian): preamble 32 B (magic "KVC1", u16 version 1, u16 flags 0, u64 file_length,
-u64 header_length, u32 n_tensors, u32 reserved 0), canonical JSON header, zero pad to 8, tensor
+Layout (little-endian): preamble 32 B (magic "KVC1", u16 version 2, u16 flags 0, u64 file_length,
+u64 header_length, u32 n_tensors, u8 kind 1=native/2=mapped, 3 B reserved 0), canonical JSON
+header (its artifact.kind names the same kind), zero pad to 8, tensor
 table (80 B per tensor: u32 layer, u8 kind 0=K/1=V, u8 dtype 1=f16/2=bf16/3=f32, u16 0,
 u64 shape[3] = [kv_heads, positions, head_dim], u64 offset, u64 length, 32 B SHA-256), zero pad
 to 64, payloads each at the next multiple of 64, zero pad to 64, 32-byte SHA-256 trailer over
@@ -17,7 +18,7 @@ import tempfile
 import numpy as np
 
 MAGIC = b"KVC1"
-VERSION = 1
+VERSION = 2  # 2: the kind byte at offset 28 (version 1 had a reserved u32 there)
 FORMAT = "ember.kvc1"
 PREAMBLE = 32
 ENTRY = 80
@@ -25,8 +26,11 @@ ALIGN = 64
 MAX_HEADER = 64 << 20
 DTYPES = {1: ("f16", np.dtype("<f2")), 2: ("bf16", np.dtype("<u2")), 3: ("f32", np.dtype("<f4"))}
 DTYPE_CODES = {name: code for code, (name, _) in DTYPES.items()}
+# What a container holds (src/kv/kvc1.h kKvc1Kinds): preamble byte 28 and header artifact.kind.
+KINDS = {1: "native", 2: "mapped"}
+KIND_CODES = {name: code for code, name in KINDS.items()}
 _ENTRY = struct.Struct("<IBBH3QQQ32s")
-_PREAMBLE = struct.Struct("<4sHHQQII")
+_PREAMBLE = struct.Struct("<4sHHQQIB3s")
 
 
 class KVC1Error(ValueError):
@@ -73,6 +77,9 @@ class Tensor:
 
 
 class Kvc1:
+    """A verified container. artifact_kind: "native" | "mapped" (the preamble's kind byte and
+    the header's artifact.kind, which agree)."""
+
     def __init__(self, path, header, tensors, trailer):
         self.path, self.header, self.tensors, self.trailer = path, header, tensors, trailer
 
@@ -103,7 +110,7 @@ def _unsigned(geo, key, lo, hi, where):
 
 
 def check_header(h, where):
-    """Container-level header rules; returns (layers, shape, dtype name)."""
+    """Container-level header rules; returns (layers, shape, dtype name, kind code)."""
     if not isinstance(h, dict):
         raise KVC1Error("bad-header", where, "header", "a JSON object", type(h).__name__)
     for k in h:
@@ -114,20 +121,14 @@ def check_header(h, where):
             raise KVC1Error("bad-header", where, f"header.{k}", "a field", "none")
     if h["format"] != FORMAT:
         raise KVC1Error("bad-header", where, "format", f'"{FORMAT}"', json.dumps(h["format"]))
+    # artifact is {"kind": K} only: what a kind carries beyond its name is in its sealed state.
     a = h["artifact"]
     kind = a.get("kind") if isinstance(a, dict) else None
-    if kind == "native":
-        if len(a) != 1:
-            raise KVC1Error("bad-header", where, "artifact", 'only {"kind":"native"}', json.dumps(a))
-    elif kind == "mapped":
-        if not _is_hex64(a.get("mapper_hash")):
-            raise KVC1Error("bad-header", where, "artifact.mapper_hash", "64 lowercase hex digits", json.dumps(a.get("mapper_hash")))
-        src = a.get("source")
-        if not (isinstance(src, dict) and _is_hex64(src.get("model_identity")) and _is_hex64(src.get("prefix_sha256"))):
-            raise KVC1Error("bad-header", where, "artifact.source",
-                            "an object with model_identity and prefix_sha256 (hex SHA-256)", json.dumps(src))
-    else:
-        raise KVC1Error("bad-header", where, "artifact.kind", "native|mapped", json.dumps(kind))
+    names = "|".join(KIND_CODES)
+    if kind not in KIND_CODES:
+        raise KVC1Error("bad-header", where, "artifact.kind", names, json.dumps(kind))
+    if len(a) != 1:
+        raise KVC1Error("bad-header", where, "artifact", f'only {{"kind":"{kind}"}}', json.dumps(a))
     s = h["state"]
     if not isinstance(s, dict) or not isinstance(s.get("geometry"), dict):
         raise KVC1Error("bad-header", where, "state.geometry", "an object", "none")
@@ -141,45 +142,66 @@ def check_header(h, where):
         raise KVC1Error("bad-header", where, "state.representation.dtype", "f16|bf16|f32", "none")
     if dtype not in DTYPE_CODES:
         raise KVC1Error("unknown-dtype", where, "state.representation.dtype", "f16|bf16|f32", f'"{dtype}"')
-    return layers, shape, dtype
+    return layers, shape, dtype, KIND_CODES[kind]
+
+
+def _bytes_of(a):
+    """A flat byte view of a C-contiguous array, without a copy."""
+    return memoryview(a).cast("B")
 
 
 def write_kvc1(path, header, tensors, force=False):
-    """Writes a KVC1 file atomically. tensors: list in table order (layer 0 K, layer 0 V, ...)
-    of numpy arrays [kv_heads, positions, head_dim] whose dtype matches the header's
-    state.representation.dtype (float16, float32, or uint16 bit patterns for bf16)."""
-    layers, shape, dtype = check_header(header, path)
+    """Writes a KVC1 file atomically, streaming: tensors is a sequence in table order (layer 0
+    K, layer 0 V, ...) of numpy arrays [kv_heads, positions, head_dim] whose dtype matches the
+    header's state.representation.dtype (float16, float32, or uint16 bit patterns for bf16),
+    e.g. views into a memory-mapped source. Like the C++ writer it reads each tensor twice (a
+    hash pass, then the write pass, re-hashed and compared) and never holds the file or a copy
+    of the cache in memory: a non-contiguous tensor is copied one at a time."""
+    layers, shape, dtype, kind = check_header(header, path)
     np_dtype = DTYPES[DTYPE_CODES[dtype]][1]
     if len(tensors) != 2 * layers:
         raise ValueError(f"{path}: tensors: expected {2 * layers}, found {len(tensors)}")
-    payloads = []
-    for i, t in enumerate(tensors):
-        a = np.ascontiguousarray(t)
+
+    def payload(i):
+        a = np.asarray(tensors[i])
         if tuple(a.shape) != shape or a.dtype.itemsize != np_dtype.itemsize or a.dtype.kind != np_dtype.kind:
             raise ValueError(f"{path}: tensor {i}: expected {shape} {dtype}, found {a.shape} {a.dtype}")
-        payloads.append(a.astype(np_dtype, copy=False))
+        return np.ascontiguousarray(a.astype(np_dtype, copy=False))
+
+    digests = [hashlib.sha256(_bytes_of(payload(i))).digest() for i in range(len(tensors))]
     text = canonical_json(header).encode("utf-8")
     length = int(np.prod(shape)) * np_dtype.itemsize
-    offsets, file_length = layout(len(text), [length] * len(payloads))
+    offsets, file_length = layout(len(text), [length] * len(tensors))
     if os.path.exists(path) and not force:
         raise FileExistsError(f"{path}: already exists; refusing to overwrite it (pass force=True)")
-    out = bytearray(_PREAMBLE.pack(MAGIC, VERSION, 0, file_length, len(text), len(payloads), 0))
-    out += text
-    out += b"\0" * (_align(len(out), 8) - len(out))
-    for i, (a, off) in enumerate(zip(payloads, offsets)):
-        digest = hashlib.sha256(a.tobytes()).digest()
-        out += _ENTRY.pack(i // 2, i % 2, DTYPE_CODES[dtype], 0, *shape, off, length, digest)
-    for a, off in zip(payloads, offsets):
-        out += b"\0" * (off - len(out))
-        out += a.tobytes()
-    out += b"\0" * (_align(len(out), ALIGN) - len(out))
-    out += hashlib.sha256(out).digest()
-    assert len(out) == file_length
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp-", dir=d)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(out)
+            trailer = hashlib.sha256()
+            pos = 0
+
+            def put(b):
+                nonlocal pos
+                trailer.update(b)
+                f.write(b)
+                pos += len(b)
+
+            put(_PREAMBLE.pack(MAGIC, VERSION, 0, file_length, len(text), len(tensors), kind, b"\0\0\0"))
+            put(text)
+            put(b"\0" * (_align(pos, 8) - pos))
+            for i, (digest, off) in enumerate(zip(digests, offsets)):
+                put(_ENTRY.pack(i // 2, i % 2, DTYPE_CODES[dtype], 0, *shape, off, length, digest))
+            for i, off in enumerate(offsets):
+                put(b"\0" * (off - pos))
+                view = _bytes_of(payload(i))
+                if hashlib.sha256(view).digest() != digests[i]:
+                    raise ValueError(f"{path}: tensor {i}: the source changed between the hash and the write passes")
+                put(view)
+            put(b"\0" * (_align(pos, ALIGN) - pos))
+            digest = trailer.digest()
+            f.write(digest)
+            assert pos + 32 == file_length
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
@@ -188,7 +210,7 @@ def write_kvc1(path, header, tensors, force=False):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return out[-32:]
+    return digest
 
 
 def _strict_object_pairs(where):
@@ -209,15 +231,18 @@ def parse_kvc1(data, where="<bytes>"):
     size = len(buf)
     if size < PREAMBLE + 32:
         raise KVC1Error("truncated", where, "file size", f">= {PREAMBLE + 32}", size)
-    magic, version, flags, file_length, header_length, n_tensors, reserved = _PREAMBLE.unpack_from(buf, 0)
+    magic, version, flags, file_length, header_length, n_tensors, kind, reserved = _PREAMBLE.unpack_from(buf, 0)
     if magic != MAGIC:
         raise KVC1Error("bad-magic", where, "magic", '"KVC1"', "bytes " + bytes(magic).hex())
     if version != VERSION:
-        raise KVC1Error("unsupported-version", where, "version", "1", version)
+        hint = " (version 1 had no kind byte: repack the snapshot)" if version == 1 else ""
+        raise KVC1Error("unsupported-version", where, "version", f"{VERSION}{hint}", version)
     if flags != 0:
-        raise KVC1Error("unknown-flag", where, "flags", "0 (no flag is defined in version 1)", flags)
-    if reserved != 0:
-        raise KVC1Error("nonzero-reserved", where, "reserved", "0", reserved)
+        raise KVC1Error("unknown-flag", where, "flags", "0 (no flag is defined in version 2)", flags)
+    if kind not in KINDS:
+        raise KVC1Error("unknown-kind", where, "kind", ", ".join(f"{c} ({n})" for c, n in KINDS.items()), kind)
+    if reserved != b"\0\0\0":
+        raise KVC1Error("nonzero-reserved", where, "reserved", "0", "bytes " + bytes(reserved).hex())
     if size < file_length:
         raise KVC1Error("truncated", where, "file size", f"{file_length} bytes (file_length)", size)
     if size > file_length:
@@ -238,7 +263,10 @@ def parse_kvc1(data, where="<bytes>"):
     if canonical_json(header).encode("utf-8") != raw:
         raise KVC1Error("non-canonical-header", where, "header", "canonical JSON (sorted keys, no whitespace)",
                         "other bytes of the same value")
-    layers, shape, dtype = check_header(header, where)
+    layers, shape, dtype, header_kind = check_header(header, where)
+    if header_kind != kind:
+        raise KVC1Error("unknown-kind", where, "kind", f'{header_kind} (artifact.kind "{KINDS[header_kind]}")',
+                        f"{kind} ({KINDS[kind]})")
     np_dtype = DTYPES[DTYPE_CODES[dtype]][1]
     if n_tensors != 2 * layers:
         raise KVC1Error("bad-table", where, "n_tensors", f"{2 * layers} (2 x state.geometry.layers)", n_tensors)

@@ -68,9 +68,14 @@ class Kvc1Test(unittest.TestCase):
     def test_preamble_edits(self):
         ok = bytearray(self.ok)
         b = bytearray(ok); b[0] = ord("X"); self.reject(b, "bad-magic", "magic")
-        b = bytearray(ok); struct.pack_into("<H", b, 4, 2); self.reject(b, "unsupported-version", "version")
+        b = bytearray(ok); struct.pack_into("<H", b, 4, 1); self.reject(b, "unsupported-version", "version 1")
+        b = bytearray(ok); struct.pack_into("<H", b, 4, 3); self.reject(b, "unsupported-version", "version 3")
         b = bytearray(ok); struct.pack_into("<H", b, 6, 1); self.reject(b, "unknown-flag", "flag")
-        b = bytearray(ok); struct.pack_into("<I", b, 28, 1); self.reject(b, "nonzero-reserved", "reserved")
+        for bit in range(8):  # every flip of the kind byte: unknown, or contradicting the header
+            b = bytearray(ok); b[28] ^= 1 << bit; self.reject(b, "unknown-kind", f"kind bit {bit}")
+        b = bytearray(ok); b[30] = 1; self.reject(b, "nonzero-reserved", "reserved")
+        b = bytearray(ok); b[28] = 2  # relabelled in byte and header alike: the trailer catches it
+        i = b.index(b'"kind":"native"'); b[i:i + 15] = b'"kind":"mapped"'; self.reject(b, "trailer-hash-mismatch", "relabel")
         self.reject(ok[:-1], "truncated", "one byte short")
         self.reject(ok[:40], "truncated", "cut in header")
         self.reject(ok + b"\0", "trailing-bytes", "trailing byte")
@@ -109,12 +114,47 @@ class Kvc1Test(unittest.TestCase):
         b = bytearray(self.ok); b[-1] ^= 1; self.reject(b, "trailer-hash-mismatch", "trailer")
 
     def test_mapped_artifact(self):
-        art = {"kind": "mapped", "mapper_hash": "a" * 64, "source": {"model_identity": "b" * 64, "prefix_sha256": "c" * 64}}
         p = os.path.join(self.dir.name, "m.kvc")
-        write_kvc1(p, header(artifact=art), self.data)
+        write_kvc1(p, header(artifact={"kind": "mapped"}), self.data)
         self.assertEqual(read_kvc1(p).artifact_kind, "mapped")
-        with self.assertRaises(KVC1Error):
-            write_kvc1(os.path.join(self.dir.name, "n.kvc"), header(artifact={"kind": "mapped"}), self.data)
+        self.assertEqual(open(p, "rb").read()[28], kvc1.KIND_CODES["mapped"])
+        with self.assertRaises(KVC1Error):  # provenance lives in the sealed state, not in artifact
+            write_kvc1(os.path.join(self.dir.name, "n.kvc"), header(artifact={"kind": "mapped", "mapper_hash": "a" * 64}),
+                       self.data)
+
+    def test_python_writes_embers_bytes_for_every_kind(self):
+        """Re-writing each seed ember wrote (native, mapped, f32) from its parsed header and
+        tensor views gives the same bytes: the two writers are byte-compatible."""
+        corpus = os.path.join(SOURCE_DIR, "fuzz", "corpus", "kvc1")
+        kinds = set()
+        for seed in sorted(os.listdir(corpus)):
+            f = read_kvc1(os.path.join(corpus, seed))
+            kinds.add(f.artifact_kind)
+            out = os.path.join(self.dir.name, seed)
+            write_kvc1(out, f.header, [t.array for t in f.tensors])
+            self.assertEqual(open(out, "rb").read(), open(os.path.join(corpus, seed), "rb").read(), seed)
+        self.assertEqual(kinds, {"native", "mapped"})
+
+    def test_writer_streams(self):
+        """A 32 MiB cache from a memory map is written with far less than its size allocated."""
+        import tracemalloc
+        layers, heads, pos, dim = 8, 4, 1024, 64
+        src = os.path.join(self.dir.name, "src.f16")
+        mm = np.lib.format.open_memmap(src, mode="w+", dtype=np.float16, shape=(2 * layers, heads, pos, dim))
+        for i in range(2 * layers):
+            mm[i] = np.float16(i) / 7
+        mm.flush()
+        mm = np.load(src, mmap_mode="r")
+        h = {"artifact": {"kind": "native"}, "format": "ember.kvc1",
+             "state": {"geometry": {"layers": layers, "kv_heads": heads, "head_dim": dim, "positions": pos},
+                       "representation": {"dtype": "f16"}}}
+        out = os.path.join(self.dir.name, "big.kvc")
+        tracemalloc.start()
+        write_kvc1(out, h, [mm[i] for i in range(2 * layers)])
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        self.assertLess(peak, 1 << 20, f"peak {peak} bytes for a {mm.nbytes}-byte cache")
+        np.testing.assert_array_equal(read_kvc1(out).tensors[5].array, mm[5])
 
     def test_ember_reads_what_python_writes(self):
         """The C++ reader accepts the Python writer's container, and names the same rule for

@@ -94,8 +94,8 @@ ComparedState compared_from_state_dir(StateDir d) {
 }
 
 ComparedState load_compared_state_or_mapped(const std::string& path, bool allow_non_finite) {
-  if (state_kind(path) == "snapshot-dir")
-    return compared_from_state_dir(read_state_dir(path, {Accept::any, allow_non_finite}));
+  // Either container, either kind (a mapped .kvc too): kv::load_state_as.
+  if (!state_kind(path).empty()) return compared_from_state_dir(load_state_as(path, Accept::any, allow_non_finite));
   return load_compared_state(path, allow_non_finite);
 }
 

@@ -58,14 +58,13 @@ void run_unpack(const KvcArgs& a) {
   std::printf("unpacked %s -> %s\n", a.in.c_str(), a.out.c_str());
 }
 
-// A native container whose state names payload hashes that its tensors do not reproduce: the
+// A container whose state names payload hashes that its tensors do not reproduce: the
 // one state-level failure `kvc inspect` reports too (exit 1). A state that is not an ember
 // manifest at all (a container written by another tool) is described, not judged: `kvc verify`
 // applies the manifest rules.
 std::string state_hash_error(const kv::Kvc1File& f) {
-  if (f.artifact_kind() != "native") return {};
   try {
-    kv::kvc1_to_snapshot(f);
+    kv::kvc1_to_state(f, kv::Accept::any);
   } catch (const kv::Kvc1Error& e) {
     if (e.code() == kv::Kvc1Reject::state_hash_mismatch) return e.what();
   } catch (const Error&) {
@@ -85,8 +84,8 @@ void run_inspect(const KvcArgs& a) {
     return;
   }
   // Keys and values of the state come from the file: escaped (util/printable.h).
-  std::printf("%s: KVC1 v1, %llu bytes, artifact %s\n", printable(a.in).c_str(), (unsigned long long)f.file_length(),
-              printable(f.artifact_kind()).c_str());
+  std::printf("%s: KVC1 v%u, %llu bytes, artifact %s\n", printable(a.in).c_str(), unsigned(kv::kKvc1Version),
+              (unsigned long long)f.file_length(), f.artifact_kind().c_str());
   for (const auto& [k, v] : j["state"].items())
     std::printf("  %-15s %s\n", printable(k).c_str(), printable(v.dump()).c_str());
   std::printf("  %-5s %-4s %-5s %-16s %12s %12s  %s\n", "layer", "kind", "dtype", "shape", "offset", "length", "sha256");
@@ -103,7 +102,7 @@ void run_verify(const KvcArgs& a) {
   try {
     const kv::Kvc1File f = kv::Kvc1File::open(a.in);
     kind = f.artifact_kind();
-    if (kind == "native") kv::kvc1_to_snapshot(f);  // the manifest rules and the state hashes
+    kv::kvc1_to_state(f, kv::Accept::any);  // the manifest rules, its seal and the state hashes
   } catch (const kv::Kvc1Error& e) {
     error = e.what();
     code = kv::kvc1_reject_name(e.code());
@@ -116,8 +115,8 @@ void run_verify(const KvcArgs& a) {
     j["rejection"] = code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code);
     std::printf("%s\n", j.dump(2).c_str());
   } else if (error.empty()) {
-    std::printf("%s: ok (KVC1 v1, %s; structure, tensor hashes%s and trailer verified)\n", a.in.c_str(),
-                kind.c_str(), kind == "native" ? ", manifest, state hashes" : "");
+    std::printf("%s: ok (KVC1 v%u, %s; structure, tensor hashes, manifest, seal, state hashes and trailer verified)\n",
+                printable(a.in).c_str(), unsigned(kv::kKvc1Version), kind.c_str());
   }
   if (!error.empty()) throw CheckFailed{error};
 }
@@ -128,12 +127,12 @@ void register_container_commands(CLI::App& app) {
   CLI::App* kvc = app.add_subcommand("kvc", "KVC1 single-file KV containers: pack, unpack, inspect, verify");
   kvc->require_subcommand(1);
   auto a = std::make_shared<KvcArgs>();
-  CLI::App* pack = kvc->add_subcommand("pack", "Snapshot directory -> KVC1 file (streams and verifies the snapshot)");
-  pack->add_option("snapshot", a->in, "ember.kv-snapshot.v1 directory")->required();
+  CLI::App* pack = kvc->add_subcommand("pack", "Snapshot or mapped-cache directory -> KVC1 file (verifies it first; the kind is recorded)");
+  pack->add_option("snapshot", a->in, "ember.kv-snapshot.v1 or ember.kv-mapped.v1 directory")->required();
   pack->add_option("out", a->out, "KVC1 file to write")->required();
   pack->add_flag("--force", a->force, "Replace an existing file");
   pack->callback([a] { run_pack(*a); });
-  CLI::App* unpack = kvc->add_subcommand("unpack", "KVC1 file -> snapshot directory (byte-identical; native only)");
+  CLI::App* unpack = kvc->add_subcommand("unpack", "KVC1 file -> the directory it was packed from (byte-identical; either kind)");
   unpack->add_option("in", a->in, "KVC1 file")->required();
   unpack->add_option("dir", a->out, "Snapshot directory to write")->required();
   unpack->add_flag("--force", a->force, "Replace an existing directory");

@@ -7,6 +7,9 @@
 #include "cli/pack_tokens.h"
 #include "contract/pack.h"
 #include "contract/receipt.h"
+#include "contract/registry.h"
+#include "util/atomic_file.h"
+#include "util/json_strict.h"
 #include "util/error.h"
 #include "util/printable.h"
 
@@ -63,6 +66,45 @@ void run_pack_validate(const PackArgs& a) {
   if (!r.ok()) throw CheckFailed{a.pack + ": capability pack refused: " + r.errors.front()};
 }
 
+struct RegistryArgs {
+  std::string registry, entry;
+  bool replace = false;
+};
+
+// Adds one entry (schema-valid, its evidence hashing to the files it names) and rewrites the
+// registry canonically and atomically; a new registry file is created.
+void run_registry_add(const RegistryArgs& a) {
+  const nlohmann::json entry = parse_json_strict(read_file(a.entry, 16u << 20), a.entry);
+  const bool exists = path_exists(a.registry);
+  contract::Registry r = exists ? contract::Registry::read(a.registry) : contract::Registry::empty();
+  r.add(entry, a.replace, a.entry);
+  const auto problems = contract::registry_evidence_problems(entry, a.registry);
+  if (!problems.empty()) fail(a.entry, "not added to " + a.registry + ": " + problems.front());
+  r.write(a.registry, /*overwrite=*/exists);
+  std::printf("%s: %s entry %s (%zu entries)\n", a.registry.c_str(), exists ? "updated with" : "created with",
+              printable(entry["id"].get<std::string>()).c_str(), r.entries.size());
+}
+
+void run_registry_ls(const RegistryArgs& a) {
+  const contract::Registry r = contract::Registry::read(a.registry);
+  std::printf("%-40s %-9s %-8s %-16s %-16s %s\n", "id", "status", "kind", "source", "target", "mapper");
+  for (const auto& e : r.entries) {
+    const std::string mapper = e["mapper_hash"].is_null() ? "-" : e["mapper_hash"].get<std::string>().substr(0, 16);
+    std::printf("%-40s %-9s %-8s %-16.16s %-16.16s %s\n", printable(e["id"].get<std::string>()).c_str(),
+                e["status"].get<std::string>().c_str(), e["kind"].get<std::string>().c_str(),
+                e["source"]["model_identity"].get<std::string>().c_str(),
+                e["target"]["model_identity"].get<std::string>().c_str(), mapper.c_str());
+  }
+}
+
+void run_registry_check(const RegistryArgs& a) {
+  const auto problems = contract::check_registry(a.registry);
+  for (const auto& p : problems) std::printf("%s: %s\n", printable(a.registry).c_str(), printable(p).c_str());
+  if (!problems.empty())
+    throw CheckFailed{a.registry + ": " + std::to_string(problems.size()) + " entries with unsound evidence"};
+  std::printf("%s: valid registry; every named receipt hashes to its file\n", printable(a.registry).c_str());
+}
+
 }  // namespace
 
 void register_contract_commands(CLI::App& app) {
@@ -74,6 +116,21 @@ void register_contract_commands(CLI::App& app) {
   validate->add_option("file", ca->file, "JSON document (its \"format\" field selects the schema)")->required();
   validate->add_flag("--json", ca->json, "Machine-readable report");
   validate->callback([ca] { run_contract_validate(*ca); });
+
+  CLI::App* reg = contract->add_subcommand("registry", "The translator registry that map apply --registry consults");
+  reg->require_subcommand(1);
+  auto ra = std::make_shared<RegistryArgs>();
+  CLI::App* add = reg->add_subcommand("add", "Add an entry (ember.translator-registry.v1) to REG.json (created if absent)");
+  add->add_option("registry", ra->registry, "Registry file (ember.translator-registry-file.v1)")->required();
+  add->add_option("entry", ra->entry, "Registry entry JSON")->required();
+  add->add_flag("--replace", ra->replace, "Replace the entry of the same id (e.g. to revoke it)");
+  add->callback([ra] { run_registry_add(*ra); });
+  CLI::App* ls = reg->add_subcommand("ls", "List the entries");
+  ls->add_option("registry", ra->registry, "Registry file")->required();
+  ls->callback([ra] { run_registry_ls(*ra); });
+  CLI::App* check = reg->add_subcommand("check", "Read strictly and hash every receipt file the entries name");
+  check->add_option("registry", ra->registry, "Registry file")->required();
+  check->callback([ra] { run_registry_check(*ra); });
 
   CLI::App* pack = app.add_subcommand("pack", "DOMCAP1 capability packs");
   pack->require_subcommand(1);

@@ -13,6 +13,7 @@
 #include "cli/prompt_text.h"
 #include "cli/trust_flags.h"
 #include "contract/receipt.h"
+#include "contract/registry.h"
 #include "kv/import.h"
 #include "kv/mapped_state.h"
 #include "kv/state_loader.h"
@@ -80,6 +81,22 @@ model::ModelConfig rope_config_of(const kv::SnapshotManifest& m) {
 // "research" (a single fit or handoff is not the held-out evaluation a "validated" claim needs).
 contract::Endpoint endpoint(const map::ModelGeometry& g, const std::string& tok) {
   return {g.identity, g.arch, tok, ""};
+}
+
+// The mapped cache's `registration`: "unregistered" without --registry; with it, the gate
+// (contract::require_registered) refuses, before anything is computed or written, a mapper
+// the registry does not vouch for.
+std::string registration_of(const std::string& registry, const contract::RegistryQuery& q) {
+  if (registry.empty()) return "unregistered";
+  const contract::Registration r = contract::require_registered(registry, q);
+  std::fprintf(stderr, "ember: registry %s: mapper validated as entry %s\n", registry.c_str(), r.id.c_str());
+  return r.label();
+}
+
+void add_registry_option(CLI::App* c, std::string& registry) {
+  c->add_option("--registry", registry,
+                "Translator registry (contract registry add): refuse a mapper it does not list as validated "
+                "for these models");
 }
 
 contract::LayerPlan plan_of(const std::vector<std::string>& roles) {
@@ -230,7 +247,7 @@ void add_fit(CLI::App& m) {
 void add_apply(CLI::App& m) {
   auto* c = m.add_subcommand("apply", "Map a source snapshot into a mapped cache for the target (ember.kv-mapped.v1)");
   struct Opts {
-    std::string mapper, snapshot, target, output, receipt, sign;
+    std::string mapper, snapshot, target, output, receipt, sign, registry;
     bool force = false;
     kv::TrustRequirements trust;
   };
@@ -243,6 +260,7 @@ void add_apply(CLI::App& m) {
   c->add_flag("--force", o->force, "Replace an existing output");
   add_sign_flag(c, o->sign);
   add_trust_flags(c, o->trust);  // on the source snapshot
+  add_registry_option(c, o->registry);
   c->callback([o] {
     const std::string where = "map apply";
     for (const std::string& out : {o->output, receipt_path_for(o->output, o->receipt)})
@@ -258,6 +276,12 @@ void add_apply(CLI::App& m) {
     if (t.model->identity() != mp.target.identity)
       fail_field(where, "target model identity", mp.target.identity + " (the mapper's target)", t.model->identity());
     model::Engine te(t.model, {});
+    contract::RegistryQuery q;
+    q.source = {src.manifest.model.identity, src.manifest.model.architecture, src.manifest.tokenizer.identity, ""};
+    q.target = {t.model->identity(), model::arch_name(te.config().arch), t.tokenizer->identity(), ""};
+    q.kind = map::mapper_kind_name(mp.kind);
+    q.mapper_hash = mp.hash();
+    const std::string registration = registration_of(o->registry, q);
     kv::MappedState out;
     out.manifest = map::target_coordinates(te, t.tokenizer->identity());
     out.manifest.prefix = src.manifest.prefix;
@@ -275,6 +299,7 @@ void add_apply(CLI::App& m) {
     out.mapping.source_model_identity = src.manifest.model.identity;
     out.mapping.source_manifest_sha256 = sha256_hex(src.manifest.to_json());
     out.mapping.source_prefix_sha256 = src.manifest.prefix.sha256;
+    out.mapping.registration = registration;
     const std::string rpath = receipt_path_for(o->output, o->receipt);
     if (!o->force && path_exists(rpath)) fail(rpath, "already exists; refusing to overwrite it (pass --force)");
     kv::write_mapped_state(out, o->output, o->force, o->sign);
@@ -351,7 +376,7 @@ contract::BridgeReceipt hybrid_receipt(const Loaded& s, const Loaded& t, const m
 void add_hybrid(CLI::App& m) {
   auto* c = m.add_subcommand("hybrid", "Recompute-anchor handoff: reuse shared layers, map [s, a), recompute [a, L)");
   struct Opts {
-    std::string source, target, prompt, mapper, output, json, receipt;
+    std::string source, target, prompt, mapper, output, json, receipt, registry;
     int anchor = -1, n = 16, threads = 1;
     bool check = false, force = false;
   };
@@ -368,6 +393,7 @@ void add_hybrid(CLI::App& m) {
   c->add_option("--json", o->json, "Write a JSON report");
   c->add_option("--receipt", o->receipt, "Write a bridge receipt (default with --output: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace existing outputs");
+  add_registry_option(c, o->registry);
   c->callback([o] {
     const std::string where = "map hybrid";
     for (const std::string& out : {o->output, o->json, o->receipt})
@@ -376,6 +402,14 @@ void add_hybrid(CLI::App& m) {
     require_same_tokenizer(s, t, where);
     std::unique_ptr<map::Mapper> mp;
     if (!o->mapper.empty()) mp = std::make_unique<map::Mapper>(map::Mapper::read(o->mapper));
+    // The registry gate runs before anything is computed (run_hybrid checks the mapper's
+    // identities and shared layers against these models).
+    contract::RegistryQuery q;
+    q.source = {s.model->identity(), model::arch_name(s.model->config().arch), s.tokenizer->identity(), ""};
+    q.target = {t.model->identity(), model::arch_name(t.model->config().arch), t.tokenizer->identity(), ""};
+    q.kind = "hybrid";
+    q.mapper_hash = mp ? mp->hash() : "";
+    const std::string registration = registration_of(o->registry, q);
     const std::vector<int32_t> ids = s.tokenizer->encode(o->prompt, s.tokenizer->add_bos_default());
     const int threads = resolve_threads(o->threads);
     model::Engine se(s.model, {threads}), te(t.model, {threads});
@@ -385,6 +419,7 @@ void add_hybrid(CLI::App& m) {
     model::KvCache& cache = run.cache;
     if (!o->output.empty()) {
       kv::MappedState st = map::hybrid_mapped_state(run, te, t.tokenizer->identity(), s.model->identity(), mp.get());
+      st.mapping.registration = registration;
       kv::write_mapped_state(st, o->output, o->force);
     }
     std::fprintf(stderr, "ember: handoff s = %d, a = %d, L = %d:", sl, a, L);

@@ -29,6 +29,29 @@ Kvc1Dtype parse_kvc1_dtype(const std::string& name, const std::string& where, co
                   where + ": [unknown-dtype] " + field + ": expected f16|bf16|f32, found \"" + name + "\"");
 }
 
+const char* kvc1_kind_name(Kvc1Kind k) {
+  for (const auto& info : kKvc1Kinds)
+    if (info.kind == k) return info.name;
+  return "?";
+}
+
+std::string kvc1_kind_names() {
+  std::string s;
+  for (const auto& info : kKvc1Kinds) s += (s.empty() ? "" : "|") + std::string(info.name);
+  return s;
+}
+
+namespace {
+
+std::string kind_codes() {
+  std::string s;
+  for (const auto& info : kKvc1Kinds)
+    s += (s.empty() ? "" : ", ") + std::to_string(unsigned(info.kind)) + " (" + info.name + ")";
+  return s;
+}
+
+}  // namespace
+
 const char* kvc1_reject_name(Kvc1Reject r) {
   switch (r) {
     case Kvc1Reject::truncated: return "truncated";
@@ -36,6 +59,7 @@ const char* kvc1_reject_name(Kvc1Reject r) {
     case Kvc1Reject::bad_magic: return "bad-magic";
     case Kvc1Reject::unsupported_version: return "unsupported-version";
     case Kvc1Reject::unknown_flag: return "unknown-flag";
+    case Kvc1Reject::unknown_kind: return "unknown-kind";
     case Kvc1Reject::nonzero_reserved: return "nonzero-reserved";
     case Kvc1Reject::bad_header: return "bad-header";
     case Kvc1Reject::non_canonical_header: return "non-canonical-header";
@@ -75,14 +99,6 @@ struct TableSpec {
   Kvc1Dtype dtype = Kvc1Dtype::f16;
 };
 
-bool is_hex64(const json& j) {
-  if (!j.is_string()) return false;
-  const auto& s = j.get_ref<const std::string&>();
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
 uint64_t geometry_field(const json& geo, const char* key, uint64_t lo, uint64_t hi, const std::string& where) {
   const std::string field = std::string("state.geometry.") + key;
   // A parsed header holds non-negative integers as unsigned; one built in memory may hold
@@ -99,7 +115,7 @@ uint64_t geometry_field(const json& geo, const char* key, uint64_t lo, uint64_t 
 
 // Checks the container-level header fields; the state's own semantics are the snapshot
 // manifest's (kvc1_snapshot.cpp checks them when a state is loaded).
-TableSpec check_header(const json& h, const std::string& where, std::string* artifact_kind) {
+TableSpec check_header(const json& h, const std::string& where, Kvc1Kind* kind) {
   if (!h.is_object()) reject(Kvc1Reject::bad_header, where, "header", "a JSON object", h.type_name());
   for (const auto& [k, v] : h.items())
     if (k != "artifact" && k != "format" && k != "state")
@@ -109,26 +125,19 @@ TableSpec check_header(const json& h, const std::string& where, std::string* art
   if (h["format"] != kKvc1Format)
     reject(Kvc1Reject::bad_header, where, "format", std::string("\"") + kKvc1Format + "\"", h["format"].dump());
 
+  // artifact is {"kind": K} and nothing else: what a kind carries beyond its name (a mapped
+  // cache's mapper hash, source and layer roles) is in its state, under the state's seal.
   const json& a = h["artifact"];
   if (!a.is_object() || !a.contains("kind") || !a["kind"].is_string())
-    reject(Kvc1Reject::bad_header, where, "artifact.kind", "native|mapped", a.dump());
-  const std::string kind = a["kind"].get<std::string>();
-  if (kind == "native") {
-    if (a.size() != 1)
-      reject(Kvc1Reject::bad_header, where, "artifact", "only {\"kind\":\"native\"}", a.dump());
-  } else if (kind == "mapped") {
-    if (!a.contains("mapper_hash") || !is_hex64(a["mapper_hash"]))
-      reject(Kvc1Reject::bad_header, where, "artifact.mapper_hash", "64 lowercase hex digits",
-             a.contains("mapper_hash") ? a["mapper_hash"].dump() : "no field");
-    const json* src = a.contains("source") ? &a["source"] : nullptr;
-    if (!src || !src->is_object() || !src->contains("model_identity") || !is_hex64((*src)["model_identity"]) ||
-        !src->contains("prefix_sha256") || !is_hex64((*src)["prefix_sha256"]))
-      reject(Kvc1Reject::bad_header, where, "artifact.source",
-             "an object with model_identity and prefix_sha256 (hex SHA-256)", src ? src->dump() : "no field");
-  } else {
-    reject(Kvc1Reject::bad_header, where, "artifact.kind", "native|mapped", "\"" + kind + "\"");
-  }
-  if (artifact_kind) *artifact_kind = kind;
+    reject(Kvc1Reject::bad_header, where, "artifact.kind", kvc1_kind_names(), a.dump());
+  const std::string name = a["kind"].get<std::string>();
+  const Kvc1KindInfo* info = nullptr;
+  for (const auto& k : kKvc1Kinds)
+    if (name == k.name) info = &k;
+  if (!info) reject(Kvc1Reject::bad_header, where, "artifact.kind", kvc1_kind_names(), "\"" + name + "\"");
+  if (a.size() != 1)
+    reject(Kvc1Reject::bad_header, where, "artifact", "only {\"kind\":\"" + name + "\"}", a.dump());
+  if (kind) *kind = info->kind;
 
   const json& s = h["state"];
   if (!s.is_object() || !s.contains("geometry") || !s["geometry"].is_object())
@@ -181,7 +190,8 @@ std::vector<uint64_t> kvc1_layout(uint64_t header_bytes, const std::vector<uint6
 
 Digest write_kvc1(ByteSink& out, const json& header, const std::vector<Kvc1TensorSource>& tensors,
                   const std::string& where) {
-  const TableSpec spec = check_header(header, where, nullptr);
+  Kvc1Kind kind = Kvc1Kind::native;
+  const TableSpec spec = check_header(header, where, &kind);
   if (tensors.size() != 2 * spec.layers)
     fail_field(where, "tensors", std::to_string(2 * spec.layers) + " (K and V per layer)", std::to_string(tensors.size()));
   const uint64_t length = tensor_length(spec);
@@ -209,7 +219,8 @@ Digest write_kvc1(ByteSink& out, const json& header, const std::vector<Kvc1Tenso
   body.write_le<uint64_t>(file_length);
   body.write_le<uint64_t>(text.size());
   body.write_le<uint32_t>(uint32_t(tensors.size()));
-  body.write_le<uint32_t>(0);
+  body.write_le<uint8_t>(uint8_t(kind));
+  for (int i = 0; i < 3; ++i) body.write_le<uint8_t>(0);
   body.write(text);
   body.pad_to(8);
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -276,14 +287,23 @@ void Kvc1File::verify_all() {
   if (std::memcmp(magic, kKvc1Magic, 4) != 0)
     reject(R::bad_magic, w, "magic", "\"KVC1\"", "bytes " + to_hex(magic, 4));
   const auto version = in.read_le<uint16_t>("version");
-  if (version != kKvc1Version) reject(R::unsupported_version, w, "version", "1", std::to_string(version));
+  if (version != kKvc1Version)
+    reject(R::unsupported_version, w, "version",
+           std::to_string(kKvc1Version) + (version == 1 ? " (version 1 had no kind byte: repack the snapshot)" : ""),
+           std::to_string(version));
   const auto flags = in.read_le<uint16_t>("flags");
-  if (flags != 0) reject(R::unknown_flag, w, "flags", "0 (no flag is defined in version 1)", std::to_string(flags));
+  if (flags != 0) reject(R::unknown_flag, w, "flags", "0 (no flag is defined in version 2)", std::to_string(flags));
   const auto file_length = in.read_le<uint64_t>("file_length");
   const auto header_length = in.read_le<uint64_t>("header_length");
   const auto n_tensors = in.read_le<uint32_t>("n_tensors");
-  const auto reserved = in.read_le<uint32_t>("reserved");
-  if (reserved != 0) reject(R::nonzero_reserved, w, "reserved", "0", std::to_string(reserved));
+  const auto kind_code = in.read_le<uint8_t>("kind");
+  bool known_kind = false;
+  for (const auto& k : kKvc1Kinds) known_kind = known_kind || uint8_t(k.kind) == kind_code;
+  if (!known_kind) reject(R::unknown_kind, w, "kind", kind_codes(), std::to_string(kind_code));
+  kind_ = Kvc1Kind(kind_code);
+  const uint8_t* reserved = in.take(3, "reserved");
+  if (reserved[0] | reserved[1] | reserved[2])
+    reject(R::nonzero_reserved, w, "reserved", "0", "bytes " + to_hex(reserved, 3));
   if (size_ < file_length)
     reject(R::truncated, w, "file size", std::to_string(file_length) + " bytes (file_length)", std::to_string(size_));
   if (size_ > file_length)
@@ -306,7 +326,11 @@ void Kvc1File::verify_all() {
   if (ember::canonical_json(header_) != text)
     reject(R::non_canonical_header, w, "header", "canonical JSON (sorted keys, no whitespace)",
            "other bytes of the same value");
-  const TableSpec spec = check_header(header_, w, &artifact_kind_);
+  Kvc1Kind header_kind = Kvc1Kind::native;
+  const TableSpec spec = check_header(header_, w, &header_kind);
+  if (header_kind != kind_)
+    reject(R::unknown_kind, w, "kind", std::to_string(unsigned(header_kind)) + " (artifact.kind \"" +
+           kvc1_kind_name(header_kind) + "\")", std::to_string(unsigned(kind_)) + " (" + kvc1_kind_name(kind_) + ")");
 
   if (n_tensors != 2 * spec.layers)
     reject(R::bad_table, w, "n_tensors", std::to_string(2 * spec.layers) + " (2 x state.geometry.layers)", std::to_string(n_tensors));

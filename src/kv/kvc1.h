@@ -5,7 +5,9 @@
 //   [payload L0.K][pad 64][payload L0.V] ... [payload L(L-1).V][pad 64][trailer SHA-256]
 //
 // A payload is one layer's K or V, [kv_head][position][head_dim] of `dtype`. The header is
-// {"artifact":{...},"format":"ember.kvc1","state":{...snapshot manifest fields...}}.
+// {"artifact":{"kind":K},"format":"ember.kvc1","state":{...the state's manifest...}}; the kind
+// is also the preamble's byte 28 (version 2), and the two must agree. Both are under the
+// trailer hash.
 // Writing streams each tensor from its source twice (hash, then write) and never buffers the
 // cache; reading maps the file and verifies every byte before handing out views.
 #include <cstdint>
@@ -25,7 +27,7 @@
 namespace ember::kv {
 
 inline constexpr char kKvc1Magic[4] = {'K', 'V', 'C', '1'};
-inline constexpr uint16_t kKvc1Version = 1;
+inline constexpr uint16_t kKvc1Version = 2;  // 2: the kind byte (version 1 had none)
 inline constexpr const char* kKvc1Format = "ember.kvc1";
 inline constexpr uint64_t kKvc1PreambleBytes = 32;
 inline constexpr uint64_t kKvc1EntryBytes = 80;
@@ -36,6 +38,22 @@ inline constexpr uint64_t kKvc1MaxHeaderBytes = uint64_t(64) << 20;
 inline constexpr size_t kKvc1MaxHeaderValues = kMaxManifestValues + 65536;
 inline constexpr uint32_t kKvc1MaxTensors = 2 * 1024;
 
+// What a container holds: preamble byte 28 and header artifact.kind, which must agree. A further
+// kind is one more value here and one more row in kKvc1Kinds (its state's rules live with the
+// reader that loads it: kvc1_snapshot.h for the snapshot-manifest kinds).
+enum class Kvc1Kind : uint8_t {
+  native = 1,  // produced by the model its state names (ember.kv-snapshot)
+  mapped = 2,  // authored by a translator (ember.kv-mapped: the manifest's "mapping" extension)
+};
+struct Kvc1KindInfo {
+  Kvc1Kind kind;
+  const char* name;  // artifact.kind
+};
+inline constexpr Kvc1KindInfo kKvc1Kinds[] = {{Kvc1Kind::native, "native"}, {Kvc1Kind::mapped, "mapped"}};
+const char* kvc1_kind_name(Kvc1Kind k);  // "native" | "mapped"
+// "native|mapped": the names of kKvc1Kinds, for error messages.
+std::string kvc1_kind_names();
+
 enum class Kvc1Dtype : uint8_t { f16 = 1, bf16 = 2, f32 = 3 };
 const char* kvc1_dtype_name(Kvc1Dtype d);  // "f16" | "bf16" | "f32"
 uint64_t kvc1_dtype_size(Kvc1Dtype d);
@@ -44,7 +62,7 @@ Kvc1Dtype parse_kvc1_dtype(const std::string& name, const std::string& where, co
 
 // The named rejections of docs/formats/kvc1.md, in check order.
 enum class Kvc1Reject {
-  truncated, trailing_bytes, bad_magic, unsupported_version, unknown_flag, nonzero_reserved,
+  truncated, trailing_bytes, bad_magic, unsupported_version, unknown_flag, unknown_kind, nonzero_reserved,
   bad_header, non_canonical_header, bad_table, unknown_dtype, bad_length, misaligned_offset,
   offset_out_of_range, overlapping_tensors, non_canonical_layout, nonzero_padding,
   tensor_hash_mismatch, state_hash_mismatch, trailer_hash_mismatch,
@@ -107,7 +125,8 @@ class Kvc1File {
   const std::string& path() const { return path_; }
   const nlohmann::json& header() const { return header_; }
   const nlohmann::json& state() const { return header_["state"]; }
-  const std::string& artifact_kind() const { return artifact_kind_; }  // native | mapped
+  Kvc1Kind kind() const { return kind_; }
+  std::string artifact_kind() const { return kvc1_kind_name(kind_); }  // native | mapped
   uint64_t file_length() const { return size_; }
   const Digest& trailer() const { return trailer_; }
   const std::vector<Kvc1TensorInfo>& tensors() const { return tensors_; }
@@ -123,7 +142,7 @@ class Kvc1File {
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
   nlohmann::json header_;
-  std::string artifact_kind_;
+  Kvc1Kind kind_ = Kvc1Kind::native;
   std::vector<Kvc1TensorInfo> tensors_;
   Digest trailer_{};
 };

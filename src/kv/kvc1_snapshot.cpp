@@ -63,51 +63,80 @@ std::vector<Kvc1TensorSource> layer_sources(const model::KvCache& c, PayloadChec
 
 }  // namespace
 
-json kvc1_native_header(const SnapshotManifest& m) {
-  return {{"artifact", {{"kind", "native"}}},
+json kvc1_state_header(const SnapshotManifest& m, const MappedProvenance* mapping) {
+  const Kvc1Kind kind = mapping ? Kvc1Kind::mapped : Kvc1Kind::native;
+  return {{"artifact", {{"kind", kvc1_kind_name(kind)}}},
           {"format", kKvc1Format},
-          {"state", json::parse(m.to_json())}};
+          {"state", json::parse(state_manifest_json(m, mapping, "KVC1 state"))}};
 }
 
 Digest pack_snapshot_dir(const std::string& dir, const std::string& out, bool force) {
-  // The one directory reader (every check, native only), then the one KVC1 writer.
-  return write_snapshot_kvc1(read_snapshot(dir), out, force);
+  // The one directory reader (every check, either kind), then the one KVC1 writer.
+  const StateDir d = read_state_dir(dir, {Accept::any, false});
+  return write_state_kvc1(d.header.manifest, d.header.mapping ? &*d.header.mapping : nullptr, d.cache, out, force);
 }
 
-Digest write_snapshot_kvc1(const Snapshot& s, const std::string& out, bool force) {
-  const Geometry& g = s.manifest.geometry;
-  const model::KvCache& c = s.cache;
+Digest write_state_kvc1(const SnapshotManifest& m, const MappedProvenance* mapping, const model::KvCache& c,
+                        const std::string& out, bool force) {
+  const Geometry& g = m.geometry;
   if (c.n_layers != g.layers || c.n_kv_heads != g.kv_heads || c.head_dim != g.head_dim ||
       c.capacity < g.positions || c.n_pos != g.positions)
     fail_field(out, "cache", "a sealed snapshot cache (manifest geometry, n_pos == positions)", "another shape");
   PayloadCheck k_check(g), v_check(g);
   const auto sources = layer_sources(c, &k_check, &v_check);
   AtomicFile file(out, force);
-  const Digest d = write_kvc1(file.sink(), kvc1_native_header(s.manifest), sources, out);
+  const Digest d = write_kvc1(file.sink(), kvc1_state_header(m, mapping), sources, out);
   // Nothing is committed unless the bytes are those the manifest seals, and finite.
   for (Payload p : {Payload::keys, Payload::values})
-    check_payload_stream(p == Payload::keys ? k_check : v_check,
-                         (p == Payload::keys ? s.manifest.keys : s.manifest.values).sha256, out,
-                         std::string("state.") + (p == Payload::keys ? "keys" : "values"), "(sealed manifest)",
+    check_payload_stream(p == Payload::keys ? k_check : v_check, (p == Payload::keys ? m.keys : m.values).sha256,
+                         out, std::string("state.") + (p == Payload::keys ? "keys" : "values"), "(sealed manifest)",
                          "(cache bytes; a modified cache is not the state its manifest seals)", false);
   file.commit();
   return d;
 }
 
-Snapshot kvc1_to_snapshot(const Kvc1File& f, bool allow_non_finite) {
+namespace {
+
+bool accepts(Accept accept, Kvc1Kind kind) {
+  switch (accept) {
+    case Accept::native: return kind == Kvc1Kind::native;
+    case Accept::mapped: return kind == Kvc1Kind::mapped;
+    case Accept::any: return true;
+  }
+  return false;
+}
+
+const char* who_reads(Kvc1Kind kind) {
+  switch (kind) {
+    case Kvc1Kind::native: return "a native snapshot: kv replay reads it";
+    case Kvc1Kind::mapped: return "a mapped cache: ember map replay and kv compare read it";
+  }
+  return "?";
+}
+
+}  // namespace
+
+StateDir kvc1_to_state(const Kvc1File& f, Accept accept, bool allow_non_finite) {
   const std::string& w = f.path();
-  if (f.artifact_kind() != "native")
-    reject(Kvc1Reject::bad_header, w, "artifact.kind", "native (a mapped cache is never loaded as a native snapshot)",
-           "\"" + f.artifact_kind() + "\"");
-  Snapshot s;
+  if (!accepts(accept, f.kind()))
+    fail_field(w, "artifact.kind",
+               std::string(accept == Accept::native ? "native" : "mapped") + " (the state this command reads)",
+               "\"" + f.artifact_kind() + "\" (" + who_reads(f.kind()) + ")");
+  StateDir s;
   try {
-    s.manifest = SnapshotManifest::from_json(f.state().dump(), w + " (KVC1 state)");
+    s.header = parse_state_manifest(f.state().dump(), w + " (KVC1 state)");
   } catch (const Kvc1Error&) {
     throw;
   } catch (const Error& e) {
     throw Kvc1Error(Kvc1Reject::bad_header, std::string(e.what()));
   }
-  const Geometry& g = s.manifest.geometry;
+  if (s.header.mapped() != (f.kind() == Kvc1Kind::mapped))
+    reject(Kvc1Reject::bad_header, w, "state.format",
+           std::string(f.kind() == Kvc1Kind::mapped ? kMappedFormat : kSnapshotFormat) + " (artifact.kind \"" +
+               f.artifact_kind() + "\")",
+           "\"" + std::string(s.header.format()) + "\"");
+  const SnapshotManifest& m = s.header.manifest;
+  const Geometry& g = m.geometry;
   EMBER_CHECK(f.layers() == g.layers);  // the container checked the table against the same state
   s.cache = model::KvCache(g.layers, g.kv_heads, g.head_dim, g.positions);
   s.cache.n_pos = g.positions;
@@ -123,14 +152,24 @@ Snapshot kvc1_to_snapshot(const Kvc1File& f, bool allow_non_finite) {
     PayloadCheck chk(g);
     write_payload(s.cache, p, chk);
     const std::string got = chk.sha256(), field = std::string("state.") + (k ? "keys" : "values");
-    const std::string& want = (k ? s.manifest.keys : s.manifest.values).sha256;
+    const std::string& want = (k ? m.keys : m.values).sha256;
     if (got != want)
       reject(Kvc1Reject::state_hash_mismatch, w, field + ".sha256", want, got + (k ? " (K payloads)" : " (V payloads)"));
     if (!allow_non_finite && !chk.first_non_finite().empty())
       fail_field(w, std::string(k ? "K" : "V") + " payloads", "finite f16 values (exponent bits not all ones)",
                  chk.first_non_finite());
   }
+  s.manifest_text = state_manifest_json(m, s.header.mapping ? &*s.header.mapping : nullptr, w);
   return s;
+}
+
+StateDir read_kvc1_state(const std::string& path, Accept accept, bool allow_non_finite) {
+  return kvc1_to_state(Kvc1File::open(path), accept, allow_non_finite);
+}
+
+Snapshot kvc1_to_snapshot(const Kvc1File& f, bool allow_non_finite) {
+  StateDir d = kvc1_to_state(f, Accept::native, allow_non_finite);
+  return {std::move(d.header.manifest), std::move(d.cache)};
 }
 
 Snapshot read_kvc1_snapshot(const std::string& path, bool allow_non_finite) {
@@ -138,7 +177,8 @@ Snapshot read_kvc1_snapshot(const std::string& path, bool allow_non_finite) {
 }
 
 void unpack_kvc1(const std::string& path, const std::string& dir, bool force) {
-  write_snapshot(read_kvc1_snapshot(path), dir, force);
+  const StateDir d = read_kvc1_state(path, Accept::any);
+  write_state_dir(d.header.manifest, d.header.mapping ? &*d.header.mapping : nullptr, d.cache, dir, force);
 }
 
 }  // namespace ember::kv

@@ -246,6 +246,7 @@ MappedProvenance read_provenance(StrictObject o) {
   p.source_model_identity = o.string("source_model_identity", 128);
   p.source_manifest_sha256 = o.string("source_manifest_sha256", 128);
   p.source_prefix_sha256 = o.string("source_prefix_sha256", 128);
+  if (o.has("registration")) p.registration = o.string("registration", 256);
   o.done();
   return p;
 }
@@ -344,7 +345,7 @@ void sign_manifest(SnapshotManifest& m, const MappedProvenance* mapping, const s
 }
 
 ordered_json MappedProvenance::to_json() const {
-  return {{"kind", kind},
+  ordered_json j = {{"kind", kind},
           {"mapper_hash", mapper_hash},
           {"calibration_split_hash", calibration_split_hash},
           {"shared_layers", shared_layers},
@@ -353,6 +354,8 @@ ordered_json MappedProvenance::to_json() const {
           {"source_model_identity", source_model_identity},
           {"source_manifest_sha256", source_manifest_sha256},
           {"source_prefix_sha256", source_prefix_sha256}};
+  if (!registration.empty()) j["registration"] = registration;
+  return j;
 }
 
 void MappedProvenance::validate(const SnapshotManifest& m, const std::string& where) const {
@@ -370,6 +373,9 @@ void MappedProvenance::validate(const SnapshotManifest& m, const std::string& wh
   for (size_t i = 0; i < layer_roles.size(); ++i)
     require_one_of(where, "mapping.layer_roles[" + std::to_string(i) + "]", layer_roles[i],
                    {"reused", "mapped", "recomputed", "kv-projected"});
+  if (!registration.empty() && registration != "unregistered" &&
+      (registration.rfind("registered ", 0) != 0 || !is_printable_ascii(registration)))
+    fail_field(where, "mapping.registration", "unregistered | registered <id> sha256:<hex>", quote(registration));
 }
 
 void SnapshotManifest::validate(const std::string& where) const {

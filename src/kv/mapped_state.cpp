@@ -1,5 +1,7 @@
 #include "kv/mapped_state.h"
 
+#include "kv/state_loader.h"
+
 namespace ember::kv {
 
 void write_mapped_state(MappedState& s, const std::string& dir, bool force, const std::string& sign_key_pem) {
@@ -10,7 +12,7 @@ void write_mapped_state(MappedState& s, const std::string& dir, bool force, cons
 }
 
 MappedState read_mapped_state(const std::string& dir, bool allow_non_finite) {
-  StateDir d = read_state_dir(dir, {Accept::mapped, allow_non_finite});
+  StateDir d = load_state_as(dir, Accept::mapped, allow_non_finite);
   return {std::move(d.header.manifest), std::move(d.cache), std::move(*d.header.mapping)};
 }
 

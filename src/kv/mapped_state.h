@@ -29,8 +29,8 @@ struct MappedState {
 // atomic, refuses an existing DIR unless force, refuses non-finite K/V leaving nothing.
 // With sign_key_pem, the seal is signed with that Ed25519 private key (kv/seal.h).
 void write_mapped_state(MappedState& s, const std::string& dir, bool force, const std::string& sign_key_pem = "");
-// read_state_dir(dir, {Accept::mapped}): every check of the reader; a native snapshot is
-// refused by name.
+// load_state_as(path, Accept::mapped): a mapped directory (read_state_dir) or a KVC1 file of
+// kind mapped (read_kvc1_state), every check of either reader; a native state is refused by name.
 MappedState read_mapped_state(const std::string& dir, bool allow_non_finite = false);
 
 }  // namespace ember::kv

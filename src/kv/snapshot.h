@@ -192,6 +192,10 @@ struct MappedProvenance {
   std::string source_model_identity;
   std::string source_manifest_sha256;  // SHA-256 of the source snapshot's manifest.json bytes
   std::string source_prefix_sha256;
+  // Whether a translator registry vouched for the mapper when it was applied: "unregistered"
+  // (no --registry) or "registered <entry id> sha256:<hex of the entry's canonical JSON>"
+  // (contract/registry.h). Optional: "" (a cache written before the field) is not written.
+  std::string registration;
 
   nlohmann::ordered_json to_json() const;  // fixed key order (the order above)
   // Rules that need the manifest: one role per layer, shared_layers <= anchor <= layers.

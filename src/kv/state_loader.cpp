@@ -33,4 +33,11 @@ Snapshot load_state(const std::string& path, bool allow_non_finite) {
   fail_field(path, "state", "a snapshot directory or a KVC1 file", "neither (missing or unknown)");
 }
 
+StateDir load_state_as(const std::string& path, Accept accept, bool allow_non_finite) {
+  const std::string kind = state_kind(path);
+  if (kind == "snapshot-dir") return read_state_dir(path, {accept, allow_non_finite});
+  if (kind == "kvc1") return read_kvc1_state(path, accept, allow_non_finite);
+  fail_field(path, "state", "a snapshot directory or a KVC1 file", "neither (missing or unknown)");
+}
+
 }  // namespace ember::kv

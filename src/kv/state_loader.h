@@ -16,6 +16,11 @@ namespace ember::kv {
 // are refused unless allow_non_finite (kv compare --allow-non-finite only).
 Snapshot load_state(const std::string& path, bool allow_non_finite = false);
 
+// The same dispatch for a reader of another kind (Accept::mapped: ember map replay; any: kv
+// compare): a directory through read_state_dir, a KVC1 file through read_kvc1_state, each
+// refusing a kind `accept` does not take by name.
+StateDir load_state_as(const std::string& path, Accept accept, bool allow_non_finite = false);
+
 // What load_state() would dispatch to: "snapshot-dir", "kvc1" or "" (neither).
 std::string state_kind(const std::string& path);
 

@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "kv/mapped_state.h"
 #include "kv/seal.h"
 #include "kv/snapshot.h"
 #include "kv/strict_json.h"
@@ -54,6 +55,26 @@ inline kv::Snapshot make_snapshot(int layers, int kv_heads, int head_dim, int po
   s.cache.n_pos = positions;
   kv::seal(s);
   return s;
+}
+
+// A mapped state (ridge provenance, first layer reused) over make_snapshot's cache; seal it
+// with kv::write_mapped_state.
+inline kv::MappedState make_mapped_state(int layers, int kv_heads, int head_dim, int positions, uint32_t seed = 3) {
+  kv::Snapshot s = make_snapshot(layers, kv_heads, head_dim, positions, seed);
+  kv::MappedState m;
+  m.manifest = s.manifest;
+  m.cache = std::move(s.cache);
+  m.mapping.kind = "ridge";
+  m.mapping.mapper_hash = sha256_hex("mapper");
+  m.mapping.calibration_split_hash = sha256_hex("split");
+  m.mapping.shared_layers = 1;
+  m.mapping.anchor = layers;
+  m.mapping.layer_roles.assign(size_t(layers), "mapped");
+  m.mapping.layer_roles[0] = "reused";
+  m.mapping.source_model_identity = sha256_hex("source model");
+  m.mapping.source_manifest_sha256 = sha256_hex("source manifest");
+  m.mapping.source_prefix_sha256 = m.manifest.prefix.sha256;
+  return m;
 }
 
 inline std::string slurp(const std::string& path) {

@@ -122,12 +122,37 @@ TEST(Kvc1Snapshot, StateLevelRejectionsAreNamed) {
   EXPECT_EQ(reject_code(dir + "/t.kvc"), Kvc1Reject::trailer_hash_mismatch);
 }
 
-TEST(Kvc1Snapshot, MappedContainerIsNeverANativeSnapshot) {
-  const std::string dir = test::temp_dir("kvc1snap");
+TEST(Kvc1Snapshot, MappedCachePacksUnpacksByteIdenticalAndIsNeverNative) {
+  const std::string dir = test::temp_dir("kvc1mapped");
+  MappedState m = test::make_mapped_state(3, 2, 4, 5);
+  write_mapped_state(m, dir + "/m", false);
+  pack_snapshot_dir(dir + "/m", dir + "/m.kvc", false);
+  const Kvc1File f = Kvc1File::open(dir + "/m.kvc");
+  EXPECT_EQ(f.kind(), Kvc1Kind::mapped);
+  EXPECT_EQ(f.state()["format"], kMappedFormat);
+  EXPECT_EQ(f.state()["mapping"]["mapper_hash"], m.mapping.mapper_hash);  // provenance travels, sealed
+  unpack_kvc1(dir + "/m.kvc", dir + "/back", false);
+  for (const char* n : {kManifestFile, kKeysFile, kValuesFile}) EXPECT_EQ(file(dir + "/m", n), file(dir + "/back", n)) << n;
+  // The mapped reader takes the .kvc like the directory; every native reader refuses it by kind.
+  const MappedState r = read_mapped_state(dir + "/m.kvc");
+  EXPECT_EQ(r.mapping.layer_roles, m.mapping.layer_roles);
+  EXPECT_EQ(r.cache.k, read_mapped_state(dir + "/m").cache.k);
+  const std::string want = "m.kvc: artifact.kind: expected native (the state this command reads), found \"mapped\"";
+  EXPECT_NE(test::error_of([&] { load_state(dir + "/m.kvc"); }).find(want), std::string::npos)
+      << test::error_of([&] { load_state(dir + "/m.kvc"); });
+  EXPECT_NE(test::error_of([&] { read_kvc1_snapshot(dir + "/m.kvc"); }).find(want), std::string::npos);
+  // And a native .kvc is refused by the mapped reader, by kind.
+  write_snapshot_kvc1(test::make_snapshot(2, 2, 4, 5), dir + "/n.kvc", false);
+  EXPECT_NE(test::error_of([&] { read_mapped_state(dir + "/n.kvc"); }).find("found \"native\""), std::string::npos);
+}
+
+TEST(Kvc1Snapshot, KindAndStateFormatMustAgree) {
+  const std::string dir = test::temp_dir("kvc1kindstate");
+  // A native manifest under a mapped label (both byte and field, consistently re-hashed): a
+  // well-formed container whose state is not what its kind says.
   const Snapshot s = test::make_snapshot(2, 2, 4, 5);
   json h = kvc1_native_header(s.manifest);
-  h["artifact"] = {{"kind", "mapped"}, {"mapper_hash", std::string(64, 'a')},
-                   {"source", {{"model_identity", std::string(64, 'b')}, {"prefix_sha256", s.manifest.prefix.sha256}}}};
+  h["artifact"]["kind"] = "mapped";
   std::vector<Kvc1TensorSource> src;
   const size_t per_layer = size_t(2) * 5 * 4;
   for (uint32_t i = 0; i < 4; ++i) {
@@ -139,12 +164,34 @@ TEST(Kvc1Snapshot, MappedContainerIsNeverANativeSnapshot) {
     t.emit = [p, per_layer](ByteSink& out) { out.write(p, per_layer * 2); };
     src.push_back(t);
   }
-  write_kvc1_file(dir + "/m.kvc", h, src, false);
-  EXPECT_EQ(Kvc1File::open(dir + "/m.kvc").artifact_kind(), "mapped");
-  EXPECT_EQ(reject_code(dir + "/m.kvc"), Kvc1Reject::bad_header);
-  EXPECT_THROW(load_state(dir + "/m.kvc"), Error);
-  EXPECT_THROW(unpack_kvc1(dir + "/m.kvc", dir + "/out", false), Error);
+  write_kvc1_file(dir + "/x.kvc", h, src, false);
+  EXPECT_EQ(Kvc1File::open(dir + "/x.kvc").kind(), Kvc1Kind::mapped);
+  const std::string e = test::error_of([&] { read_kvc1_state(dir + "/x.kvc", Accept::any); });
+  EXPECT_NE(e.find("[bad-header] state.format: expected ember.kv-mapped (artifact.kind \"mapped\")"), std::string::npos) << e;
+  EXPECT_THROW(unpack_kvc1(dir + "/x.kvc", dir + "/out", false), Kvc1Error);
   EXPECT_FALSE(path_exists(dir + "/out"));
+}
+
+TEST(Kvc1Snapshot, CliPacksAMappedCacheAndKvReplayRefusesItByKind) {
+  const std::string dir = test::temp_dir("kvc1mappedcli");
+  MappedState m = test::make_mapped_state(2, 2, 4, 5);
+  write_mapped_state(m, dir + "/m", false);
+  const std::string ember = test::ember_binary();
+  std::string out;
+  ASSERT_EQ(test::run_command(ember + " kvc pack " + dir + "/m " + dir + "/m.kvc", &out), 0) << out;
+  ASSERT_EQ(test::run_command(ember + " kvc verify " + dir + "/m.kvc", &out), 0) << out;
+  EXPECT_NE(out.find("mapped"), std::string::npos) << out;
+  ASSERT_EQ(test::run_command(ember + " kvc inspect " + dir + "/m.kvc", &out), 0) << out;
+  EXPECT_NE(out.find("artifact mapped"), std::string::npos) << out;
+  ASSERT_EQ(test::run_command(ember + " kvc unpack " + dir + "/m.kvc " + dir + "/b", &out), 0) << out;
+  EXPECT_EQ(file(dir + "/m", kManifestFile), file(dir + "/b", kManifestFile));
+  EXPECT_EQ(file(dir + "/m", kKeysFile), file(dir + "/b", kKeysFile));
+  // kv replay reads the state before any decode and refuses the mapped kind by name (the
+  // model is real so that the refusal cannot be a model-loading error).
+  const std::string model = test::shared_path("models/stories260K.gguf");
+  EXPECT_NE(test::run_command(ember + " kv replay --snapshot " + dir + "/m.kvc --model " + model + " -n 2", &out), 0);
+  EXPECT_NE(out.find("artifact.kind: expected native"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"mapped\""), std::string::npos) << out;
 }
 
 TEST(Kvc1Snapshot, CliVerifyInspectAndExitCodes) {

@@ -123,9 +123,14 @@ TEST(Kvc1, WriterRefusesASourceThatChangesBetweenPasses) {
 TEST(Kvc1, RejectsPreambleEdits) {
   const auto ok = valid_image();
   auto b = ok; b[0] = 'X'; expect_reject(b, Kvc1Reject::bad_magic, "magic");
-  b = ok; put<uint16_t>(b, 4, 2); expect_reject(b, Kvc1Reject::unsupported_version, "version 2");
+  b = ok; put<uint16_t>(b, 4, 1); expect_reject(b, Kvc1Reject::unsupported_version, "version 1 (no kind byte)");
+  b = ok; put<uint16_t>(b, 4, 3); expect_reject(b, Kvc1Reject::unsupported_version, "version 3");
   b = ok; put<uint16_t>(b, 6, 4); expect_reject(b, Kvc1Reject::unknown_flag, "flag bit 2");
-  b = ok; put<uint32_t>(b, 28, 1); expect_reject(b, Kvc1Reject::nonzero_reserved, "reserved");
+  b = ok; put<uint8_t>(b, 28, 0); expect_reject(b, Kvc1Reject::unknown_kind, "kind code 0");
+  b = ok; put<uint8_t>(b, 28, 200); expect_reject(b, Kvc1Reject::unknown_kind, "kind code 200");
+  b = ok; put<uint8_t>(b, 28, 2); expect_reject(b, Kvc1Reject::unknown_kind, "kind byte mapped, header native");
+  b = ok; put<uint8_t>(b, 29, 1); expect_reject(b, Kvc1Reject::nonzero_reserved, "reserved byte 29");
+  b = ok; put<uint8_t>(b, 31, 1); expect_reject(b, Kvc1Reject::nonzero_reserved, "reserved byte 31");
   b = ok; b.pop_back(); expect_reject(b, Kvc1Reject::truncated, "one byte short");
   b = ok; b.resize(40); expect_reject(b, Kvc1Reject::truncated, "cut in the header");
   b = ok; b.resize(10); expect_reject(b, Kvc1Reject::truncated, "cut in the preamble");
@@ -230,18 +235,43 @@ TEST(Kvc1, RejectsPayloadPaddingAndHashEdits) {
   b = ok; b.back() ^= 1; expect_reject(b, Kvc1Reject::trailer_hash_mismatch, "trailer bit");
 }
 
-TEST(Kvc1, MappedArtifactNeedsItsProvenance) {
+TEST(Kvc1, ArtifactIsItsKindAndTheKindByteAgrees) {
   json h = test_header();
-  h["artifact"] = {{"kind", "mapped"}, {"mapper_hash", std::string(64, 'a')},
-                   {"source", {{"model_identity", std::string(64, 'b')}, {"prefix_sha256", std::string(64, 'c')}}},
-                   {"translator", "ridge"}};
-  EXPECT_EQ(parse(valid_image(h)).artifact_kind(), "mapped");
-  h["artifact"].erase("mapper_hash");
+  h["artifact"] = {{"kind", "mapped"}};
+  const auto mapped = valid_image(h);
+  EXPECT_EQ(mapped[28], uint8_t(Kvc1Kind::mapped));
+  EXPECT_EQ(parse(mapped).kind(), Kvc1Kind::mapped);
+  EXPECT_EQ(parse(mapped).artifact_kind(), "mapped");
+  EXPECT_EQ(valid_image()[28], uint8_t(Kvc1Kind::native));
+  // What a kind carries beyond its name is in its (sealed) state, never in artifact.
+  h["artifact"]["mapper_hash"] = std::string(64, 'a');
   std::vector<std::vector<uint16_t>> data;
   data.reserve(8);
   std::vector<uint8_t> bytes;
   BufferSink sink(bytes);
   EXPECT_THROW(write_kvc1(sink, h, sources(data), "test"), Kvc1Error);
+  h["artifact"] = {{"kind", "foreign-to-this-build"}};
+  data.clear();
+  EXPECT_THROW(write_kvc1(sink, h, sources(data), "test"), Kvc1Error);
+}
+
+TEST(Kvc1, FlippingTheKindFailsTheContainerCheck) {
+  const auto ok = valid_image();
+  // Every single-bit flip of the kind byte: an unknown code or one the header contradicts.
+  for (int bit = 0; bit < 8; ++bit) {
+    auto b = ok;
+    b[28] ^= uint8_t(1u << bit);
+    expect_reject(b, Kvc1Reject::unknown_kind, "kind bit " + std::to_string(bit));
+  }
+  // Relabelling both the byte and the header field (same length: "native" -> "mapped") is
+  // caught by the trailer, which covers the preamble and the header.
+  std::string text(ok.begin(), ok.end());
+  const size_t at = text.find("\"kind\":\"native\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::strlen("\"kind\":\"native\""), "\"kind\":\"mapped\"");
+  std::vector<uint8_t> b(text.begin(), text.end());
+  b[28] = uint8_t(Kvc1Kind::mapped);
+  expect_reject(b, Kvc1Reject::trailer_hash_mismatch, "kind relabelled in byte and header");
 }
 
 }  // namespace

@@ -153,6 +153,11 @@ TEST(StateDir, NativeManifestWithAMappingIsRefused) {
 TEST(StateDir, EachKindIsRefusedByNameWhereOnlyTheOtherIsAccepted) {
   const std::string native = write_native("kind-n"), mapped = write_mapped("kind-m");
   for (const EntryPoint& e : entry_points()) {
+    if (std::string(e.name) == "kvc pack") {  // KVC1 holds either kind (its kind byte says which)
+      EXPECT_EQ(e.error(mapped), "");
+      EXPECT_EQ(e.error(native), "");
+      continue;
+    }
     const bool wants_mapped = std::string(e.name) == "map replay";
     const std::string err = e.error(wants_mapped ? native : mapped);
     EXPECT_NE(err.find(wants_mapped ? "expected ember.kv-mapped (a mapped cache), found 'ember.kv-snapshot'"
