@@ -145,41 +145,59 @@ def check_header(h, where):
 
 
 def write_kvc1(path, header, tensors, force=False):
-    """Writes a KVC1 file atomically. tensors: list in table order (layer 0 K, layer 0 V, ...)
-    of numpy arrays [kv_heads, positions, head_dim] whose dtype matches the header's
-    state.representation.dtype (float16, float32, or uint16 bit patterns for bf16)."""
+    """Writes a KVC1 file atomically, streaming. tensors: a sequence in table order (layer 0 K,
+    layer 0 V, ...) whose items are numpy arrays [kv_heads, positions, head_dim] of the
+    header's state.representation.dtype (float16, float32, or uint16 bit patterns for bf16),
+    or zero-argument callables returning one (so a caller can produce each tensor on demand,
+    e.g. from torch). As the C++ writer: one pass hashes each tensor from its source (the table
+    needs the hashes before the payloads), a second writes them; at most one tensor is
+    converted at a time, the cache is never copied whole. Returns the 32-byte trailer."""
     layers, shape, dtype = check_header(header, path)
     np_dtype = DTYPES[DTYPE_CODES[dtype]][1]
     if len(tensors) != 2 * layers:
         raise ValueError(f"{path}: tensors: expected {2 * layers}, found {len(tensors)}")
-    payloads = []
-    for i, t in enumerate(tensors):
-        a = np.ascontiguousarray(t)
+
+    def payload(i):
+        t = tensors[i]
+        a = np.ascontiguousarray(t() if callable(t) else t)
         if tuple(a.shape) != shape or a.dtype.itemsize != np_dtype.itemsize or a.dtype.kind != np_dtype.kind:
             raise ValueError(f"{path}: tensor {i}: expected {shape} {dtype}, found {a.shape} {a.dtype}")
-        payloads.append(a.astype(np_dtype, copy=False))
+        return memoryview(a.astype(np_dtype, copy=False)).cast("B")
+
     text = canonical_json(header).encode("utf-8")
     length = int(np.prod(shape)) * np_dtype.itemsize
-    offsets, file_length = layout(len(text), [length] * len(payloads))
+    offsets, file_length = layout(len(text), [length] * len(tensors))
     if os.path.exists(path) and not force:
         raise FileExistsError(f"{path}: already exists; refusing to overwrite it (pass force=True)")
-    out = bytearray(_PREAMBLE.pack(MAGIC, VERSION, 0, file_length, len(text), len(payloads), 0))
-    out += text
-    out += b"\0" * (_align(len(out), 8) - len(out))
-    for i, (a, off) in enumerate(zip(payloads, offsets)):
-        digest = hashlib.sha256(a.tobytes()).digest()
-        out += _ENTRY.pack(i // 2, i % 2, DTYPE_CODES[dtype], 0, *shape, off, length, digest)
-    for a, off in zip(payloads, offsets):
-        out += b"\0" * (off - len(out))
-        out += a.tobytes()
-    out += b"\0" * (_align(len(out), ALIGN) - len(out))
-    out += hashlib.sha256(out).digest()
-    assert len(out) == file_length
+    digests = [hashlib.sha256(payload(i)).digest() for i in range(len(tensors))]
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp-", dir=d)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(out)
+            trailer = hashlib.sha256()
+            pos = 0
+
+            def put(b):
+                nonlocal pos
+                f.write(b)
+                trailer.update(b)
+                pos += len(b)
+
+            put(_PREAMBLE.pack(MAGIC, VERSION, 0, file_length, len(text), len(tensors), 0))
+            put(text)
+            put(b"\0" * (_align(pos, 8) - pos))
+            for i, off in enumerate(offsets):
+                put(_ENTRY.pack(i // 2, i % 2, DTYPE_CODES[dtype], 0, *shape, off, length, digests[i]))
+            for i, off in enumerate(offsets):
+                put(b"\0" * (off - pos))
+                b = payload(i)
+                if hashlib.sha256(b).digest() != digests[i]:
+                    raise ValueError(f"{path}: tensor {i} changed between hashing and writing")
+                put(b)
+            put(b"\0" * (_align(pos, ALIGN) - pos))
+            digest = trailer.digest()
+            f.write(digest)
+            assert pos + 32 == file_length
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
@@ -188,7 +206,7 @@ def write_kvc1(path, header, tensors, force=False):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return out[-32:]
+    return digest
 
 
 def _strict_object_pairs(where):
