@@ -13,48 +13,13 @@ import unittest
 import numpy as np
 
 from ember_kv.gguf import Gguf
+from ember_kv.tiny_tokenizer import gpt2_tokenizer_json
 from ember_kv.torch_ref import TorchRef
 from tests.support import run_ember, shared_path
 from tests.test_torch_ref import synth
 
 IDS = [1, 317, 391, 266, 267, 337, 335, 265, 370, 352, 266, 268, 388, 432, 398, 311, 357, 336]
 SYNTH_IDS = [5, 77, 120, 33, 250, 9, 64, 201, 17, 88, 140]
-
-
-def bytes_to_unicode():
-    """GPT-2's byte -> printable character table (byte-level BPE vocabularies use it)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
-
-
-def gpt2_tokenizer_json(n_tokens):
-    """A small byte-level BPE tokenizer.json: 256 byte tokens, merges, one special token."""
-    b2u = bytes_to_unicode()
-    vocab = {b2u[b]: b for b in range(256)}
-    merges = []
-    sp = b2u[ord(" ")]
-    pairs = [(sp, c) for c in "tasowbcmdfhilnpryegu"] + [tuple(p) for p in ["th", "he", "in", "er", "an", "re", "on",
-                                                                            "at", "en", "nd", "or", "es", "is", "ed"]]
-    for a, b in pairs:
-        if len(vocab) >= n_tokens - 1:
-            break
-        vocab[a + b] = len(vocab)
-        merges.append(f"{a} {b}")
-    special = {"id": len(vocab), "content": "<|endoftext|>", "single_word": False, "lstrip": False, "rstrip": False,
-               "normalized": False, "special": True}
-    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [special], "normalizer": None,
-            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-            "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
-            "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
-                      "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                      "vocab": vocab, "merges": merges}}
 
 
 def ember_logits(model, ids, d, name):
