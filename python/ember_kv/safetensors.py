@@ -13,6 +13,7 @@ or bytes after it.
 import json
 import mmap
 import os
+import stat
 import struct
 import tempfile
 
@@ -120,9 +121,10 @@ class Safetensors:
 
     def __init__(self, path):
         self.path = path
+        # Checked before opening: open() of a FIFO would block until a writer came.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise SafetensorsError(path, "file", "a regular file", "another kind of file (FIFO, directory, device)")
         with open(path, "rb") as f:
-            if not os.path.isfile(path):
-                raise SafetensorsError(path, "file", "a regular file", "something else")
             size = os.fstat(f.fileno()).st_size
             self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         self.entries, self.metadata, _ = parse_header(memoryview(self._map), path)

@@ -153,7 +153,11 @@ ImportSummary import_checkpoint(const std::string& dir, const std::string& out_p
   const HfConfig c = sum.config = read_config(dir + "/config.json");
   // Every *.safetensors file of DIR, in name order; a tensor in two files is refused.
   std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(dir))
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) fail_field(dir, "checkpoint", "a directory (config.json + *.safetensors)", "not a directory");
+  fs::directory_iterator entries(dir, ec);
+  if (ec) fail_field(dir, "directory", "readable", ec.message());
+  for (const auto& e : entries)
     if (e.path().extension() == ".safetensors") files.push_back(e.path().filename().string());
   std::sort(files.begin(), files.end());
   if (files.empty()) fail_field(dir, "*.safetensors", "at least one file", "none");

@@ -143,7 +143,9 @@ ForeignCache read_vllm(const std::string& dir, const Geometry& g, bool permute) 
     fail_field(dir, "path", "a directory of per-layer files (vLLM example connector)", "not a directory");
   std::set<std::string> want;
   for (int l = 0; l < g.layers; ++l) want.insert(vllm_file(l));
-  for (const auto& e : fs::directory_iterator(dir)) {
+  fs::directory_iterator it(dir, ec);
+  if (ec) fail_field(dir, "directory", "readable", ec.message());
+  for (const auto& e : it) {
     const std::string n = e.path().filename().string();
     if (!want.count(n))
       fail_field(dir, "entry \"" + n + "\"",
