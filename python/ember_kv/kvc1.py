@@ -151,19 +151,22 @@ def _bytes_of(a):
 
 
 def write_kvc1(path, header, tensors, force=False):
-    """Writes a KVC1 file atomically, streaming: tensors is a sequence in table order (layer 0
-    K, layer 0 V, ...) of numpy arrays [kv_heads, positions, head_dim] whose dtype matches the
+    """Writes a KVC1 file atomically, streaming. tensors: a sequence in table order (layer 0 K,
+    layer 0 V, ...) whose items are numpy arrays [kv_heads, positions, head_dim] of the
     header's state.representation.dtype (float16, float32, or uint16 bit patterns for bf16),
-    e.g. views into a memory-mapped source. Like the C++ writer it reads each tensor twice (a
-    hash pass, then the write pass, re-hashed and compared) and never holds the file or a copy
-    of the cache in memory: a non-contiguous tensor is copied one at a time."""
+    e.g. views into a memory-mapped source, or zero-argument callables returning one (so a
+    caller can produce each tensor on demand, e.g. from torch). Like the C++ writer it reads
+    each tensor twice (a hash pass, then the write pass, re-hashed and compared) and never holds
+    the file or a copy of the cache in memory: at most one tensor is converted at a time.
+    Returns the 32-byte trailer."""
     layers, shape, dtype, kind = check_header(header, path)
     np_dtype = DTYPES[DTYPE_CODES[dtype]][1]
     if len(tensors) != 2 * layers:
         raise ValueError(f"{path}: tensors: expected {2 * layers}, found {len(tensors)}")
 
     def payload(i):
-        a = np.asarray(tensors[i])
+        t = tensors[i]
+        a = np.asarray(t() if callable(t) else t)
         if tuple(a.shape) != shape or a.dtype.itemsize != np_dtype.itemsize or a.dtype.kind != np_dtype.kind:
             raise ValueError(f"{path}: tensor {i}: expected {shape} {dtype}, found {a.shape} {a.dtype}")
         return np.ascontiguousarray(a.astype(np_dtype, copy=False))

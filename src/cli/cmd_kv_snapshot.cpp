@@ -100,12 +100,9 @@ void write_f32(const std::string& path, const std::vector<float>& v, bool force)
   f.commit();
 }
 
-std::string piece_text(const tok::Tokenizer& t, int32_t id) {
-  std::string s = t.token_bytes(id);
-  std::string out;
-  for (unsigned char c : s) out += (c < 0x20 || c == 0x7f) ? '.' : char(c);
-  return out;
-}
+// A token's bytes for a one-line message: a byte-level token may be a partial UTF-8 sequence
+// or a control character, so it goes through printable() like every string from a file.
+std::string piece_text(const tok::Tokenizer& t, int32_t id) { return printable(t.token_bytes(id)); }
 
 void add_export(CLI::App& kv) {
   struct Opts {

@@ -152,6 +152,7 @@ void register_model_commands(CLI::App& app) {
   register_inspect(*model);
   register_quantize(*model);
   register_synth(*model);
+  register_model_import_hf(*model);
 }
 
 }  // namespace ember::cli
