@@ -221,9 +221,7 @@ std::string report_table(const CompareReport& r) {
   if (r.perturbation) {
     const PerturbReceipt& p = *r.perturbation;
     o += "RIGHT perturbed in memory by receipt " + short_id(r.perturbation_receipt_sha256) +
-         ": " + (p.spec.zero ? std::string("zero") : "scale " + fmt("%.9g", double(bits_to_f32(p.spec.scale_bits)))) +
-         " layer " + std::to_string(p.spec.layer) + " head " + std::to_string(p.spec.head) +
-         " part " + perturb_part_name(p.spec.part) + "\n";
+         ": " + describe_operation(p.spec) + "\n";
   }
   o += "\nlayer head part       cosine          mse           r2      max_abs  mismatches/elements\n";
   for (int l = 0; l < r.metrics.n_layers; ++l) {

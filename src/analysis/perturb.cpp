@@ -186,6 +186,17 @@ PerturbReceipt make_receipt(const ComparedState& source, const PerturbSpec& spec
   return r;
 }
 
+std::string describe_operation(const PerturbSpec& s) {
+  const std::string part = std::string(" part ") + perturb_part_name(s.part);
+  if (s.quantize)
+    return "quantize " + gguf::type_name(uint32_t(*s.quantize)) + " (llama.cpp KV cache) layers " +
+           layers_text(s.layers) + " all heads" + part;
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "scale %.9g", double(bits_to_f32(s.scale_bits)));
+  return std::string(s.zero ? "zero" : scale) + " layer " + std::to_string(s.layer) + " head " +
+         std::to_string(s.head) + part;
+}
+
 std::string receipt_json(const PerturbReceipt& r) {
   ojson j;
   j["format"] = kReceiptFormat;

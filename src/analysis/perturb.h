@@ -55,6 +55,10 @@ struct PerturbReceipt {
 // counts what it affects. Error naming the flag otherwise.
 PerturbReceipt make_receipt(const ComparedState& source, const PerturbSpec& spec);
 
+// One line for reports: "zero layer 0 head 1 part kv", "scale 0.5 layer ...", or
+// "quantize q4_0 (llama.cpp KV cache) layers 0,1 all heads part k".
+std::string describe_operation(const PerturbSpec& spec);
+
 // Canonical receipt JSON: fixed key order, no time/host/path; same receipt, same bytes.
 std::string receipt_json(const PerturbReceipt& r);
 // Strict: the text must be exactly the canonical JSON of the receipt it describes

@@ -215,9 +215,11 @@ std::string report_html(const CompareReport& r) {
     const PerturbReceipt& p = *r.perturbation;
     o += "<p>RIGHT is LEFT's source perturbed in memory by receipt <code>" +
          esc(r.perturbation_receipt_sha256) + "</code>: " +
-         (p.spec.zero ? std::string("zero") : "scale by f32 bits " + hex_bits(p.spec.scale_bits)) +
-         " of layer " + std::to_string(p.spec.layer) + ", head " + std::to_string(p.spec.head) +
-         ", part " + perturb_part_name(p.spec.part) + ".</p>\n";
+         (p.spec.quantize ? esc(describe_operation(p.spec))
+                          : (p.spec.zero ? std::string("zero") : "scale by f32 bits " + hex_bits(p.spec.scale_bits)) +
+                                " of layer " + std::to_string(p.spec.layer) + ", head " +
+                                std::to_string(p.spec.head) + ", part " + perturb_part_name(p.spec.part)) +
+         ".</p>\n";
   }
   if (r.options.thresholds.any()) {
     o += r.pass() ? "<p class=\"pass\">PASS: every metric within its threshold.</p>\n"

@@ -30,6 +30,8 @@ TEST(KvQuantCli, PerturbQuantizeWritesAReceiptThatCompareApplies) {
                                    q(dir + "/rep.json"));
   ASSERT_EQ(c.rc, 0) << c.out;
   EXPECT_NE(c.out.find("KL(LEFT || RIGHT)"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("quantize q4_0 (llama.cpp KV cache) layers 1,3 all heads part k"), std::string::npos)
+      << c.out;
   const nlohmann::json rep = nlohmann::json::parse(read_file(dir + "/rep.json"));
   EXPECT_GT(rep["diagnostics"]["same_input"]["kl"]["mean"].get<double>(), 0.0);
   // --head with --quantize, an unknown type and a missing operation are refused by name.
