@@ -86,6 +86,13 @@ ojson vector_json(const VectorCompare& v) {
   return ojson{{"cosine", v.cosine}, {"rel_error", opt(v.rel_error)}, {"max_abs", v.max_abs}};
 }
 
+// The logits' vector metrics plus KL(LEFT || RIGHT) of their softmax (util/kl.h).
+ojson logits_json(const SameInputStep& s) {
+  ojson j = vector_json(s.logits);
+  j["kl"] = opt(s.logits_kl);
+  return j;
+}
+
 ojson diagnostics_json(const Diagnostics& d) {
   ojson steps = ojson::array();
   for (const SameInputStep& s : d.same_input.steps) {
@@ -100,7 +107,7 @@ ojson diagnostics_json(const Diagnostics& d) {
                           {"position", s.position},
                           {"input_token", s.input_token},
                           {"attn_out", layers},
-                          {"logits", vector_json(s.logits)},
+                          {"logits", logits_json(s)},
                           {"top1", {{"left", s.top1_left},
                                     {"right", s.top1_right},
                                     {"agree", s.top1_left == s.top1_right}}}});
@@ -114,6 +121,9 @@ ojson diagnostics_json(const Diagnostics& d) {
        {{"path", "reference-greedy: LEFT's resume token, then LEFT's argmax"},
         {"steps", steps},
         {"top1_agreement", d.same_input.top1_agreement},
+        {"kl", {{"definition", "KL(softmax(LEFT logits) || softmax(RIGHT logits)), nats"},
+                {"mean", opt(d.same_input.mean_kl)},
+                {"max", opt(d.same_input.max_kl)}}},
         {"first_disagreement", opt_int(d.same_input.first_disagreement)}}},
       {"independent_greedy",
        {{"left", g.left},
@@ -211,9 +221,7 @@ std::string report_table(const CompareReport& r) {
   if (r.perturbation) {
     const PerturbReceipt& p = *r.perturbation;
     o += "RIGHT perturbed in memory by receipt " + short_id(r.perturbation_receipt_sha256) +
-         ": " + (p.spec.zero ? std::string("zero") : "scale " + fmt("%.9g", double(bits_to_f32(p.spec.scale_bits)))) +
-         " layer " + std::to_string(p.spec.layer) + " head " + std::to_string(p.spec.head) +
-         " part " + perturb_part_name(p.spec.part) + "\n";
+         ": " + describe_operation(p.spec) + "\n";
   }
   o += "\nlayer head part       cosine          mse           r2      max_abs  mismatches/elements\n";
   for (int l = 0; l < r.metrics.n_layers; ++l) {
@@ -234,20 +242,24 @@ std::string report_table(const CompareReport& r) {
     const Diagnostics& d = *r.diagnostics;
     o += "\nsame-input diagnostics (LEFT's reference-greedy path, " + std::to_string(d.steps) +
          " steps)\n";
-    o += " step   pos  token  logit-cos    logit-rel   logit-maxabs  top1 L/R  worst attn-out cos (layer)\n";
+    o += " step   pos  token  logit-cos    logit-rel   logit-maxabs  logit-KL   top1 L/R  worst attn-out cos (layer)\n";
     for (const SameInputStep& s : d.same_input.steps) {
       size_t worst = 0;
       for (size_t l = 1; l < s.attn_out.size(); ++l) {
         if (s.attn_out[l].cosine < s.attn_out[worst].cosine) worst = l;
       }
       char line[256];
-      std::snprintf(line, sizeof line, "%5d %5d %6d %12.9f %12s %12.3e %5d/%-5d %s %12.9f (%zu)\n",
+      std::snprintf(line, sizeof line, "%5d %5d %6d %12.9f %12s %12.3e %10s %5d/%-5d %s %12.9f (%zu)\n",
                     s.step, s.position, s.input_token, s.logits.cosine,
-                    fmt_opt("%.3e", s.logits.rel_error).c_str(), s.logits.max_abs, s.top1_left,
+                    fmt_opt("%.3e", s.logits.rel_error).c_str(), s.logits.max_abs,
+                    fmt_opt("%.3e", s.logits_kl).c_str(), s.top1_left,
                     s.top1_right, s.top1_left == s.top1_right ? " " : "!",
                     s.attn_out.empty() ? 1.0 : s.attn_out[worst].cosine, worst);
       o += line;
     }
+    o += "KL(LEFT || RIGHT) of the next-token distribution: mean " +
+         fmt_opt("%.3e", d.same_input.mean_kl) + ", max " + fmt_opt("%.3e", d.same_input.max_kl) +
+         " nats\n";
     o += "top-1 agreement: " + std::to_string(d.same_input.top1_agreement) + "/" +
          std::to_string(d.same_input.steps.size()) + ", first disagreement: " +
          (d.same_input.first_disagreement ? "step " + std::to_string(*d.same_input.first_disagreement)

@@ -1,8 +1,10 @@
 #include "analysis/diagnostics.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "util/error.h"
+#include "util/kl.h"
 
 namespace ember::kv {
 
@@ -99,6 +101,7 @@ Diagnostics run_diagnostics(const DiagnosticModel& model, const ComparedState& l
                                               rec_r.rows[size_t(l)].data(), size_t(cfg.n_embd)));
       }
       st.logits = compare_vectors(ll.data(), lr.data(), ll.size());
+      st.logits_kl = kl_divergence(ll.data(), lr.data(), ll.size());
       st.top1_left = argmax(ll);
       st.top1_right = argmax(lr);
       if (st.top1_left == st.top1_right) {
@@ -108,6 +111,18 @@ Diagnostics run_diagnostics(const DiagnosticModel& model, const ComparedState& l
       }
       d.same_input.steps.push_back(std::move(st));
       token = d.same_input.steps.back().top1_left;
+    }
+    {
+      bool all = !d.same_input.steps.empty();
+      double sum = 0, max = 0;
+      for (const SameInputStep& st : d.same_input.steps) {
+        if (!st.logits_kl) all = false;
+        else { sum += *st.logits_kl; max = std::max(max, *st.logits_kl); }
+      }
+      if (all) {
+        d.same_input.mean_kl = sum / double(d.same_input.steps.size());
+        d.same_input.max_kl = max;
+      }
     }
   }
 

@@ -36,12 +36,16 @@ struct SameInputStep {
   int32_t input_token = 0;       // the shared input (LEFT's path)
   std::vector<VectorCompare> attn_out;  // [layer]: attention output after the O-projection
   VectorCompare logits;          // the full logits after this input
+  // KL(softmax(LEFT) || softmax(RIGHT)) of these logits, in nats (util/kl.h); absent when a
+  // logit is not finite.
+  std::optional<double> logits_kl;
   int32_t top1_left = 0, top1_right = 0;  // argmax, lowest index on ties
 };
 
 struct SameInputPhase {
   std::vector<SameInputStep> steps;
   int top1_agreement = 0;                 // steps whose top-1 agree
+  std::optional<double> mean_kl, max_kl;  // over the steps (absent if any step's KL is)
   std::optional<int> first_disagreement;  // first step whose top-1 differ
 };
 

@@ -2,8 +2,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <vector>
 #include <nlohmann/json.hpp>
 
+#include "analysis/kv_quantize.h"
+#include "gguf/quantize.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/f16.h"
@@ -16,6 +19,8 @@ namespace {
 using ojson = nlohmann::ordered_json;
 constexpr const char* kReceiptFormat = "ember.kv-perturbation-receipt";
 constexpr int kReceiptVersion = 1;
+// What gguf::quantize_row_kv_cache reproduces: the encoder of llama.cpp's CPU backend on x86.
+constexpr const char* kQuantEncoder = "ggml-cpu-x86 from_float (q8_0 AVX2, others the reference)";
 
 bool has_k(PerturbPart p) { return p != PerturbPart::v; }
 bool has_v(PerturbPart p) { return p != PerturbPart::k; }
@@ -53,6 +58,74 @@ uint64_t apply_rows(model::KvCache& c, bool keys, const PerturbSpec& s) {
   return changed;
 }
 
+std::string layers_text(const std::vector<int>& layers) {
+  std::string out;
+  for (int l : layers) out += (out.empty() ? "" : ",") + std::to_string(l);
+  return out;
+}
+
+// The selected layers of a quantize spec: ascending, distinct, inside the geometry.
+std::vector<int> checked_layers(const std::vector<int>& layers, int n_layers, const char* where) {
+  std::vector<int> out = layers;
+  if (out.empty())
+    for (int l = 0; l < n_layers; ++l) out.push_back(l);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] < 0 || out[i] >= n_layers)
+      fail_field(where, "--layers", "layers in 0.." + std::to_string(n_layers - 1),
+                 layers_text(out));
+    if (i > 0 && out[i] <= out[i - 1])
+      fail_field(where, "--layers", "ascending, distinct layers", layers_text(out));
+  }
+  return out;
+}
+
+struct QuantizeCount {
+  uint64_t k = 0, v = 0;
+};
+
+QuantizeCount quantize_selected(model::KvCache& c, const PerturbSpec& s, bool write) {
+  QuantizeCount n;
+  for (int l : s.layers) {
+    if (has_k(s.part)) n.k += quantize_kv_rows(c, KvPart::k, *s.quantize, l, 0, c.n_pos, write);
+    if (has_v(s.part)) n.v += quantize_kv_rows(c, KvPart::v, *s.quantize, l, 0, c.n_pos, write);
+  }
+  return n;
+}
+
+PerturbReceipt make_quantize_receipt(const ComparedState& source, const PerturbSpec& spec) {
+  const StateCoordinates& x = source.coords;
+  check_kv_quantizable(*spec.quantize, x.n_kv_heads, x.head_dim, "kv perturb");
+  PerturbReceipt r;
+  r.source_snapshot_id = source.identity.snapshot_id;
+  r.source_keys_sha256 = active_keys_sha256(source.cache);
+  r.source_values_sha256 = active_values_sha256(source.cache);
+  r.source_model_identity = source.identity.model_identity;
+  r.n_layers = x.n_layers;
+  r.n_kv_heads = x.n_kv_heads;
+  r.head_dim = x.head_dim;
+  r.n_pos = x.n_pos;
+  r.spec = spec;
+  r.spec.layer = 0;
+  r.spec.head = 0;
+  r.spec.zero = false;
+  r.spec.scale_bits = 0;
+  r.spec.layers = checked_layers(spec.layers, x.n_layers, "kv perturb");
+  const uint64_t per_part = uint64_t(r.spec.layers.size()) * uint64_t(x.n_pos) *
+                            uint64_t(x.n_kv_heads) * uint64_t(x.head_dim);
+  QuantizeCount n;
+  for (int l : r.spec.layers) {
+    if (has_k(spec.part))
+      n.k += count_kv_quantize_changes(source.cache, KvPart::k, *spec.quantize, l, 0, x.n_pos);
+    if (has_v(spec.part))
+      n.v += count_kv_quantize_changes(source.cache, KvPart::v, *spec.quantize, l, 0, x.n_pos);
+  }
+  r.affected_k = has_k(spec.part) ? per_part : 0;
+  r.affected_v = has_v(spec.part) ? per_part : 0;
+  r.changed_k = n.k;
+  r.changed_v = n.v;
+  return r;
+}
+
 }  // namespace
 
 const char* perturb_part_name(PerturbPart p) {
@@ -78,6 +151,7 @@ PerturbReceipt make_receipt(const ComparedState& source, const PerturbSpec& spec
                source.identity.kind);
   }
   const StateCoordinates& x = source.coords;
+  if (spec.quantize) return make_quantize_receipt(source, spec);
   if (spec.layer < 0 || spec.layer >= x.n_layers) {
     fail_field("kv perturb", "--layer", "0.." + std::to_string(x.n_layers - 1),
                std::to_string(spec.layer));
@@ -112,6 +186,17 @@ PerturbReceipt make_receipt(const ComparedState& source, const PerturbSpec& spec
   return r;
 }
 
+std::string describe_operation(const PerturbSpec& s) {
+  const std::string part = std::string(" part ") + perturb_part_name(s.part);
+  if (s.quantize)
+    return "quantize " + gguf::type_name(uint32_t(*s.quantize)) + " (llama.cpp KV cache) layers " +
+           layers_text(s.layers) + " all heads" + part;
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "scale %.9g", double(bits_to_f32(s.scale_bits)));
+  return std::string(s.zero ? "zero" : scale) + " layer " + std::to_string(s.layer) + " head " +
+         std::to_string(s.head) + part;
+}
+
 std::string receipt_json(const PerturbReceipt& r) {
   ojson j;
   j["format"] = kReceiptFormat;
@@ -126,11 +211,24 @@ std::string receipt_json(const PerturbReceipt& r) {
                    {"kv_heads", r.n_kv_heads},
                    {"head_dim", r.head_dim},
                    {"positions", r.n_pos}}}};
-  j["selection"] = {{"layer", r.spec.layer},
-                    {"head", r.spec.head},
-                    {"part", perturb_part_name(r.spec.part)},
-                    {"positions", {{"begin", 0}, {"end", r.n_pos}}}};
-  if (r.spec.zero) {
+  if (r.spec.quantize) {
+    j["selection"] = {{"layers", r.spec.layers},
+                      {"heads", "all"},
+                      {"part", perturb_part_name(r.spec.part)},
+                      {"positions", {{"begin", 0}, {"end", r.n_pos}}}};
+  } else {
+    j["selection"] = {{"layer", r.spec.layer},
+                      {"head", r.spec.head},
+                      {"part", perturb_part_name(r.spec.part)},
+                      {"positions", {{"begin", 0}, {"end", r.n_pos}}}};
+  }
+  if (r.spec.quantize) {
+    j["operation"] = {{"kind", "quantize"},
+                      {"type", gguf::type_name(uint32_t(*r.spec.quantize))},
+                      {"encoder", kQuantEncoder},
+                      {"row", "one position of one layer, all KV heads"},
+                      {"store", "f16, nearest even"}};
+  } else if (r.spec.zero) {
     j["operation"] = {{"kind", "zero"}, {"scale_f32_bits", nullptr}, {"scale", nullptr}};
   } else {
     j["operation"] = {{"kind", "scale"},
@@ -168,13 +266,24 @@ PerturbReceipt parse_receipt(const std::string& text, const std::string& where) 
     r.n_kv_heads = get(g, "kv_heads").get<int>();
     r.head_dim = get(g, "head_dim").get<int>();
     r.n_pos = get(g, "positions").get<int>();
-    const ojson& sel = get(j, "selection");
-    r.spec.layer = get(sel, "layer").get<int>();
-    r.spec.head = get(sel, "head").get<int>();
-    r.spec.part = parse_perturb_part(get(sel, "part").get<std::string>());
     const ojson& op = get(j, "operation");
     const std::string kind = get(op, "kind").get<std::string>();
-    if (kind == "zero") {
+    const ojson& sel = get(j, "selection");
+    if (kind == "quantize") {
+      r.spec.layers = get(sel, "layers").get<std::vector<int>>();
+    } else {
+      r.spec.layer = get(sel, "layer").get<int>();
+      r.spec.head = get(sel, "head").get<int>();
+    }
+    r.spec.part = parse_perturb_part(get(sel, "part").get<std::string>());
+    if (kind == "quantize") {
+      const std::string type = get(op, "type").get<std::string>();
+      const auto t = gguf::parse_type_name(type);
+      if (!t || !gguf::is_kv_cache_quant_type(*t))
+        fail_field(where, "operation.type", "one of q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl", type);
+      r.spec.quantize = *t;
+      r.spec.scale_bits = 0;
+    } else if (kind == "zero") {
       r.spec.zero = true;
       r.spec.scale_bits = 0;
     } else if (kind == "scale") {
@@ -186,7 +295,7 @@ PerturbReceipt parse_receipt(const std::string& text, const std::string& where) 
       }
       r.spec.scale_bits = v;
     } else {
-      fail_field(where, "operation.kind", "zero or scale", kind);
+      fail_field(where, "operation.kind", "zero, scale or quantize", kind);
     }
     const ojson& aff = get(j, "affected_elements");
     r.affected_k = get(aff, "k").get<uint64_t>();
@@ -228,12 +337,19 @@ PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r)
            std::to_string(source.coords.n_pos));
   same("source.keys_sha256", r.source_keys_sha256, active_keys_sha256(source.cache));
   same("source.values_sha256", r.source_values_sha256, active_values_sha256(source.cache));
-  if (r.spec.layer < 0 || r.spec.layer >= r.n_layers || r.spec.head < 0 ||
+  if (r.spec.quantize) {
+    checked_layers(r.spec.layers, r.n_layers, where);
+    check_kv_quantizable(*r.spec.quantize, r.n_kv_heads, r.head_dim, where);
+    if (r.spec.layers.empty()) fail_field(where, "selection.layers", "at least one layer", "[]");
+  } else if (r.spec.layer < 0 || r.spec.layer >= r.n_layers || r.spec.head < 0 ||
       r.spec.head >= r.n_kv_heads) {
     fail_field(where, "selection", "a layer and head inside the geometry",
                std::to_string(r.spec.layer) + "/" + std::to_string(r.spec.head));
   }
-  const uint64_t per_part = uint64_t(r.n_pos) * uint64_t(r.head_dim);
+  const uint64_t per_part =
+      r.spec.quantize ? uint64_t(r.spec.layers.size()) * uint64_t(r.n_pos) *
+                            uint64_t(r.n_kv_heads) * uint64_t(r.head_dim)
+                      : uint64_t(r.n_pos) * uint64_t(r.head_dim);
   const uint64_t want_aff_k = has_k(r.spec.part) ? per_part : 0;
   const uint64_t want_aff_v = has_v(r.spec.part) ? per_part : 0;
   if (r.affected_k != want_aff_k || r.affected_v != want_aff_v) {
@@ -242,8 +358,14 @@ PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r)
                std::to_string(r.affected_k) + "/" + std::to_string(r.affected_v));
   }
   uint64_t changed_k = 0, changed_v = 0;
-  if (has_k(r.spec.part)) changed_k = apply_rows(source.cache, true, r.spec);
-  if (has_v(r.spec.part)) changed_v = apply_rows(source.cache, false, r.spec);
+  if (r.spec.quantize) {
+    const QuantizeCount n = quantize_selected(source.cache, r.spec, true);
+    changed_k = n.k;
+    changed_v = n.v;
+  } else {
+    if (has_k(r.spec.part)) changed_k = apply_rows(source.cache, true, r.spec);
+    if (has_v(r.spec.part)) changed_v = apply_rows(source.cache, false, r.spec);
+  }
   if (changed_k != r.changed_k || changed_v != r.changed_v) {
     fail_field(where, "changed_elements",
                std::to_string(r.changed_k) + "/" + std::to_string(r.changed_v) + " (receipt)",

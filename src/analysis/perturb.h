@@ -1,6 +1,7 @@
 #pragma once
 // The causal control of `kv compare`: zero or scale one (layer, KV head) of K, V or both,
-// across the whole prefix, in memory only (docs/compare.md, "perturbation receipts").
+// across the whole prefix, or quantize whole layers as llama.cpp's quantized KV caches do
+// (analysis/kv_quantize.h), in memory only (docs/compare.md, "perturbation receipts").
 //
 // `ember kv perturb` writes a typed receipt, never a cache. `kv compare --perturb RECEIPT`
 // re-applies it to RIGHT, which must be the receipt's native source snapshot (checked by
@@ -8,9 +9,12 @@
 // a distinct type with no writer and no conversion to a snapshot, so a perturbed state can
 // never be saved as ember.kv-snapshot.v1 nor pass for a mapped cache.
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "analysis/compare_state.h"
+#include "gguf/types.h"
 
 namespace ember::kv {
 
@@ -27,6 +31,11 @@ struct PerturbSpec {
   // even; NaN and Inf elements are kept bit for bit. So scale 1.0 changes no bit.
   bool zero = false;
   uint32_t scale_bits = 0x3f800000u;  // the exact f32 scale
+  // quantize (neither zero nor scale; layer/head unused): every cache row (one position of one
+  // layer, all KV heads) of the selected layers is quantized to this type with llama.cpp's
+  // CPU encoder, dequantized and rounded to f16 (analysis/kv_quantize.h).
+  std::optional<gguf::TensorType> quantize;
+  std::vector<int> layers;  // quantize only: ascending and distinct; empty in a spec = all
 };
 
 struct PerturbReceipt {
@@ -37,13 +46,18 @@ struct PerturbReceipt {
   std::string source_model_identity;
   int n_layers = 0, n_kv_heads = 0, head_dim = 0, n_pos = 0;
   PerturbSpec spec;
-  uint64_t affected_k = 0, affected_v = 0;  // selected elements: n_pos * head_dim per part
+  // Selected elements: n_pos * head_dim per part (quantize: layers * n_pos * kv_heads * head_dim).
+  uint64_t affected_k = 0, affected_v = 0;
   uint64_t changed_k = 0, changed_v = 0;    // selected elements whose bits change
 };
 
 // Checks the spec against the source (native kind, layer/head in range, finite scale) and
 // counts what it affects. Error naming the flag otherwise.
 PerturbReceipt make_receipt(const ComparedState& source, const PerturbSpec& spec);
+
+// One line for reports: "zero layer 0 head 1 part kv", "scale 0.5 layer ...", or
+// "quantize q4_0 (llama.cpp KV cache) layers 0,1 all heads part k".
+std::string describe_operation(const PerturbSpec& spec);
 
 // Canonical receipt JSON: fixed key order, no time/host/path; same receipt, same bytes.
 std::string receipt_json(const PerturbReceipt& r);

@@ -163,7 +163,8 @@ std::string logit_chart(const Diagnostics& d) {
          "\" width=\"" + std::to_string(step_w - 8) + "\" height=\"" + std::to_string(bar) +
          "\" fill=\"#5b7db1\"><title>step " + std::to_string(s) + " logit cosine = " +
          num(st.logits.cosine) + ", relative L2 = " + num_opt(st.logits.rel_error) +
-         ", max abs = " + num(st.logits.max_abs) + ", top-1 " + std::to_string(st.top1_left) +
+         ", max abs = " + num(st.logits.max_abs) + ", KL = " + num_opt(st.logits_kl) +
+         ", top-1 " + std::to_string(st.top1_left) +
          "/" + std::to_string(st.top1_right) + "</title></rect>\n";
     o += "<circle class=\"top1\" data-agree=\"" + std::string(agree ? "1" : "0") + "\" cx=\"" +
          std::to_string(x + step_w / 2) + "\" cy=\"" + std::to_string(plot_h + 38) +
@@ -182,6 +183,10 @@ std::string tokens(const std::vector<int32_t>& t) {
 }
 
 }  // namespace
+
+std::string html_escape(const std::string& s) { return esc(s); }
+std::string heat_colour(double t) { return heat(t); }
+double log_scale_position(double x, double lo, double hi) { return log_pos(x, lo, hi); }
 
 std::string report_html(const CompareReport& r) {
   std::string o =
@@ -210,9 +215,11 @@ std::string report_html(const CompareReport& r) {
     const PerturbReceipt& p = *r.perturbation;
     o += "<p>RIGHT is LEFT's source perturbed in memory by receipt <code>" +
          esc(r.perturbation_receipt_sha256) + "</code>: " +
-         (p.spec.zero ? std::string("zero") : "scale by f32 bits " + hex_bits(p.spec.scale_bits)) +
-         " of layer " + std::to_string(p.spec.layer) + ", head " + std::to_string(p.spec.head) +
-         ", part " + perturb_part_name(p.spec.part) + ".</p>\n";
+         (p.spec.quantize ? esc(describe_operation(p.spec))
+                          : (p.spec.zero ? std::string("zero") : "scale by f32 bits " + hex_bits(p.spec.scale_bits)) +
+                                " of layer " + std::to_string(p.spec.layer) + ", head " +
+                                std::to_string(p.spec.head) + ", part " + perturb_part_name(p.spec.part)) +
+         ".</p>\n";
   }
   if (r.options.thresholds.any()) {
     o += r.pass() ? "<p class=\"pass\">PASS: every metric within its threshold.</p>\n"
@@ -235,7 +242,9 @@ std::string report_html(const CompareReport& r) {
     o += "<h2>Same-input diagnostics (LEFT's reference-greedy path)</h2>\n<div>\n";
     o += attn_heatmap(d);
     o += logit_chart(d);
-    o += "</div>\n<p>Top-1 agreement: " + std::to_string(d.same_input.top1_agreement) + "/" +
+    o += "</div>\n<p>KL(LEFT || RIGHT) of the next-token distribution: mean " +
+         num_opt(d.same_input.mean_kl) + ", max " + num_opt(d.same_input.max_kl) +
+         " nats.</p>\n<p>Top-1 agreement: " + std::to_string(d.same_input.top1_agreement) + "/" +
          std::to_string(d.same_input.steps.size()) + "; first disagreement: " +
          (d.same_input.first_disagreement ? "step " + std::to_string(*d.same_input.first_disagreement)
                                           : std::string("none")) + ".</p>\n";

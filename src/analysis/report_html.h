@@ -11,4 +11,11 @@ namespace ember::kv {
 
 std::string report_html(const CompareReport& r);
 
+// The page's building blocks, shared with the other reports of src/analysis/ (the KV
+// quantization study): HTML escaping, and the heat colour of a distance in [0, 1] (pale
+// yellow = near, dark red = far) with the position of x on a log10 scale [10^lo, 10^hi].
+std::string html_escape(const std::string& s);
+std::string heat_colour(double t);
+double log_scale_position(double x, double lo, double hi);
+
 }  // namespace ember::kv

@@ -1,8 +1,10 @@
 // ember kv compare | perturb: thin over src/analysis/compare.h and src/analysis/perturb.h.
 #include <cstdio>
 #include <memory>
+#include <algorithm>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/limits.h"
@@ -12,6 +14,8 @@
 #include "analysis/compare_load.h"
 #include "analysis/perturb.h"
 #include "analysis/report_html.h"
+#include "gguf/quantize.h"
+#include "gguf/types.h"
 #include "kv/state_loader.h"
 #include "model/engine.h"
 #include "tokenizer/tokenizer.h"
@@ -38,12 +42,28 @@ struct CompareArgs {
 };
 
 struct PerturbArgs {
-  std::string snapshot, receipt, part;
+  std::string snapshot, receipt, part, quantize, layers;
   int layer = -1, head = -1;
   bool zero = false, force = false;
   float scale = 1.0f;
-  CLI::Option* scale_opt = nullptr;
+  CLI::Option *scale_opt = nullptr, *layer_opt = nullptr, *head_opt = nullptr,
+              *layers_opt = nullptr;
 };
+
+// "0,2,3" -> {0, 2, 3}; each item a decimal integer (range and order are checked later).
+std::vector<int> parse_layer_list(const std::string& s) {
+  std::vector<int> out;
+  size_t i = 0;
+  while (i <= s.size()) {
+    const size_t j = std::min(s.find(',', i), s.size());
+    const std::string item = s.substr(i, j - i);
+    if (item.empty() || item.size() > 6 || item.find_first_not_of("0123456789") != std::string::npos)
+      fail_field("kv perturb", "--layers", "comma-separated layer numbers, e.g. 0,1,3", s);
+    out.push_back(std::stoi(item));
+    i = j + 1;
+  }
+  return out;
+}
 
 // LEFT is the reference and must be native to the loaded model, as strictly as an import:
 // the model identity covers the weights and hyper-parameters (so RoPE and norms), the
@@ -138,11 +158,29 @@ void run_compare(const CompareArgs& a) {
 
 void run_perturb(const PerturbArgs& a) {
   const bool scaled = a.scale_opt->count() > 0;
-  if (a.zero == scaled) {
-    fail_field("kv perturb", "operation", "exactly one of --zero or --scale S",
-               a.zero ? "both" : "neither");
+  const bool quantized = !a.quantize.empty();
+  const int ops = int(a.zero) + int(scaled) + int(quantized);
+  if (ops != 1) {
+    fail_field("kv perturb", "operation", "exactly one of --zero, --scale S or --quantize TYPE",
+               ops == 0 ? "none" : "several");
   }
+  const bool has_head = a.layer_opt->count() > 0 && a.head_opt->count() > 0;
+  if (quantized && (a.layer_opt->count() > 0 || a.head_opt->count() > 0))
+    fail_field("kv perturb", "--layer/--head",
+               "--layers with --quantize (a cache row spans every KV head)", "--layer/--head");
+  if (!quantized && !has_head)
+    fail_field("kv perturb", "--layer/--head", "both, with --zero or --scale", "missing");
+  if (!quantized && a.layers_opt->count() > 0)
+    fail_field("kv perturb", "--layers", "only with --quantize", a.layers);
   kv::PerturbSpec spec;
+  if (quantized) {
+    const auto t = gguf::parse_type_name(a.quantize);
+    if (!t || !gguf::is_kv_cache_quant_type(*t))
+      fail_field("kv perturb", "--quantize", "one of q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl",
+                 "'" + a.quantize + "'");
+    spec.quantize = *t;
+    if (a.layers_opt->count() > 0) spec.layers = parse_layer_list(a.layers);
+  }
   spec.layer = a.layer;
   spec.head = a.head;
   spec.part = kv::parse_perturb_part(a.part);
@@ -155,9 +193,13 @@ void run_perturb(const PerturbArgs& a) {
   const kv::ComparedState source = kv::load_compared_state(a.snapshot);
   const kv::PerturbReceipt r = kv::make_receipt(source, spec);
   kv::write_receipt(a.receipt, r, a.force);
-  std::printf("receipt %s: %s layer %d head %d part %s; %llu K and %llu V elements selected, "
+  const std::string what =
+      quantized ? "quantize " + a.quantize + " layers " + (a.layers.empty() ? "all" : a.layers)
+                : std::string(a.zero ? "zero" : "scale") + " layer " + std::to_string(a.layer) +
+                      " head " + std::to_string(a.head);
+  std::printf("receipt %s: %s part %s; %llu K and %llu V elements selected, "
               "%llu K and %llu V change (no cache written)\n",
-              a.receipt.c_str(), a.zero ? "zero" : "scale", a.layer, a.head, a.part.c_str(),
+              a.receipt.c_str(), what.c_str(), a.part.c_str(),
               (unsigned long long)r.affected_k, (unsigned long long)r.affected_v,
               (unsigned long long)r.changed_k, (unsigned long long)r.changed_v);
 }
@@ -194,11 +236,16 @@ void register_kv_compare_commands(CLI::App& kv) {
   CLI::App* p = kv.add_subcommand(
       "perturb", "Write a perturbation receipt (never a cache) for kv compare --perturb");
   p->add_option("--snapshot", pa->snapshot, "The native source snapshot")->required();
-  p->add_option("--layer", pa->layer, "Layer")->required();
-  p->add_option("--head", pa->head, "KV head")->required();
+  pa->layer_opt = p->add_option("--layer", pa->layer, "Layer (--zero / --scale)");
+  pa->head_opt = p->add_option("--head", pa->head, "KV head (--zero / --scale)");
   p->add_option("--part", pa->part, "k, v or kv")->required();
   p->add_flag("--zero", pa->zero, "Set the selected elements to +0.0");
   pa->scale_opt = p->add_option("--scale", pa->scale, "Multiply the selected elements by S (f32)");
+  p->add_option("--quantize", pa->quantize,
+                "Quantize whole cache rows as llama.cpp's --cache-type-k/-v TYPE does: q8_0, "
+                "q4_0, q4_1, q5_0, q5_1 or iq4_nl");
+  pa->layers_opt = p->add_option("--layers", pa->layers,
+                                 "With --quantize: comma-separated layers (default all)");
   p->add_option("--receipt", pa->receipt, "Receipt JSON to write")->required();
   p->add_flag("--force", pa->force, "Overwrite an existing receipt");
   p->callback([pa] { run_perturb(*pa); });

@@ -67,6 +67,7 @@ void register_study(CLI::App& app) {
   });
 
   register_sweep_command(*study);
+  register_kv_quant_study_command(*study);
 }
 
 }  // namespace

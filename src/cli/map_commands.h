@@ -8,5 +8,6 @@ namespace ember::cli {
 
 void register_map_artifact_commands(CLI::App& map);  // ember map collect|fit|apply|replay|hybrid
 void register_sweep_command(CLI::App& study);        // ember study sweep
+void register_kv_quant_study_command(CLI::App& study);  // ember study kv-quant (cmd_study_kv_quant.cpp)
 
 }  // namespace ember::cli

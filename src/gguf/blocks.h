@@ -65,6 +65,17 @@ struct BlockQ8_0 {
 };
 static_assert(sizeof(BlockQ8_0) == 34);
 
+// IQ4_NL: x = d * kIQ4NLValues[q], q in [0, 15] an index into a fixed non-linear table.
+// Nibble order as Q4_0.
+struct BlockIQ4_NL {
+  uint8_t d[2];
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+// GGML's kvalues_iq4nl (ggml-common.h).
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
 // Q8_1: as Q8_0 plus s = d * sum(q) as f16 (GGML's activation type for Q4_1 / Q5_1).
 struct BlockQ8_1 {
   uint8_t d[2];

@@ -97,6 +97,19 @@ void dq_q8_0(const void* src, float* y, int64_t nb) {
   }
 }
 
+// GGML's dequantize_row_iq4_nl: y = d * value, the f32 product of the f16 scale and the
+// table entry.
+void dq_iq4_nl(const void* src, float* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, y += kQK) {
+    const BlockIQ4_NL* b = blocks_of<BlockIQ4_NL>(src, i);
+    const float d = f16_to_f32(load_u16(b->d));
+    for (int j = 0; j < kQK / 2; ++j) {
+      y[j] = d * float(kIQ4NLValues[b->qs[j] & 0xF]);
+      y[j + kQK / 2] = d * float(kIQ4NLValues[b->qs[j] >> 4]);
+    }
+  }
+}
+
 void dq_q4_k(const void* src, float* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i) {
     const BlockQ4_K* b = blocks_of<BlockQ4_K>(src, i);
@@ -162,6 +175,11 @@ void dq_q6_k(const void* src, float* y, int64_t nb) {
 }  // namespace
 
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
+  if (type == TensorType::IQ4_NL) {  // a KV-cache type: no matmul kernel, so no block_geometry
+    EMBER_CHECK(n >= 0 && n % kQK == 0);
+    dq_iq4_nl(src, dst, n / kQK);
+    return;
+  }
   BlockGeometry g;
   if (!block_geometry(type, &g))
     fail_field("dequantize", "tensor type", kSupported,

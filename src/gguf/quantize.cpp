@@ -4,14 +4,17 @@
 #include <cstring>
 #include <string>
 #include <algorithm>
+#include <limits>
 
 #include "gguf/blocks.h"
 #include "util/error.h"
 #include "util/f16.h"
 
 // Transcriptions of GGML's reference (non-imatrix) quantizers: quantize_row_q8_0_ref,
-// quantize_row_q4_0_ref, quantize_row_q4_K_ref (make_qkx2_quants search) and
-// quantize_row_q6_K_ref (make_qx_quants search). Every float expression keeps GGML's operand
+// quantize_row_q4_0_ref, quantize_row_q4_1_ref, quantize_row_q5_0_ref, quantize_row_q5_1_ref,
+// quantize_row_iq4_nl_ref, quantize_row_q4_K_ref (make_qkx2_quants search) and
+// quantize_row_q6_K_ref (make_qx_quants search), plus the x86 CPU backend's Q8_0 encoder
+// (ggml-cpu/arch/x86/quants.c quantize_row_q8_0), which is what llama.cpp's KV cache writes. Every float expression keeps GGML's operand
 // order and rounds each operation separately, so the bytes match llama.cpp's output for the
 // same f32 input (tests/gguf/quantize_test.cpp checks it against shared files).
 // docs/formats/gguf-types.md states the rounding and the error bounds.
@@ -47,6 +50,19 @@ void q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
   }
 }
 
+// ggml-cpu's x86 (AVX/AVX2) quantize_row_q8_0: d = amax / 127 as f16, q = x * (127 / amax)
+// rounded to nearest, ties to even (_mm256_round_ps), so it differs from the reference in the
+// multiplier (127/amax, not 1/d) and in the tie rule.
+void q8_0_cpu_x86(const float* x, BlockQ8_0* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += kQK) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+    store_f16(y[i].d, amax / 127.0f);
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    for (int j = 0; j < kQK; ++j) y[i].qs[j] = int8_t(nearest_int(x[j] * id));  // |x*id| <= 127
+  }
+}
+
 void q4_0(const float* x, BlockQ4_0* y, int64_t nb) {
   for (int64_t i = 0; i < nb; ++i, x += kQK) {
     float amax = 0.0f, max = 0.0f;  // max: the signed value of largest magnitude (first one)
@@ -65,6 +81,121 @@ void q4_0(const float* x, BlockQ4_0* y, int64_t nb) {
       const int q1 = std::min(15, int(int8_t(x[j + kQK / 2] * id + 8.5f)));
       y[i].qs[j] = uint8_t(q0 | (q1 << 4));
     }
+  }
+}
+
+void q4_1(const float* x, BlockQ4_1* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += kQK) {
+    float min = std::numeric_limits<float>::max(), max = -std::numeric_limits<float>::max();
+    for (int j = 0; j < kQK; ++j) {
+      if (x[j] < min) min = x[j];
+      if (x[j] > max) max = x[j];
+    }
+    const float d = (max - min) / 15.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_f16(y[i].d, d);
+    store_f16(y[i].m, min);
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int q0 = std::min(15, int(int8_t((x[j] - min) * id + 0.5f)));
+      const int q1 = std::min(15, int(int8_t((x[j + kQK / 2] - min) * id + 0.5f)));
+      y[i].qs[j] = uint8_t(q0 | (q1 << 4));
+    }
+  }
+}
+
+void q5_0(const float* x, BlockQ5_0* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += kQK) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < kQK; ++j) {
+      if (amax < std::fabs(x[j])) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_f16(y[i].d, d);
+    uint32_t qh = 0;
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int q0 = std::min(31, int(int8_t(x[j] * id + 16.5f)));
+      const int q1 = std::min(31, int(int8_t(x[j + kQK / 2] * id + 16.5f)));
+      y[i].qs[j] = uint8_t((q0 & 0xF) | ((q1 & 0xF) << 4));
+      qh |= uint32_t((q0 & 0x10) >> 4) << j;
+      qh |= uint32_t((q1 & 0x10) >> 4) << (j + kQK / 2);
+    }
+    std::memcpy(y[i].qh, &qh, 4);
+  }
+}
+
+void q5_1(const float* x, BlockQ5_1* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += kQK) {
+    float min = std::numeric_limits<float>::max(), max = -std::numeric_limits<float>::max();
+    for (int j = 0; j < kQK; ++j) {
+      if (x[j] < min) min = x[j];
+      if (x[j] > max) max = x[j];
+    }
+    const float d = (max - min) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    store_f16(y[i].d, d);
+    store_f16(y[i].m, min);
+    uint32_t qh = 0;
+    for (int j = 0; j < kQK / 2; ++j) {
+      // GGML converts to uint8_t without a cap: (x - min) * id + 0.5 is in [0.5, 31.5].
+      const int q0 = int(uint8_t((x[j] - min) * id + 0.5f));
+      const int q1 = int(uint8_t((x[j + kQK / 2] - min) * id + 0.5f));
+      y[i].qs[j] = uint8_t((q0 & 0xF) | ((q1 & 0xF) << 4));
+      qh |= uint32_t((q0 & 0x10) >> 4) << j;
+      qh |= uint32_t((q1 & 0x10) >> 4) << (j + kQK / 2);
+    }
+    std::memcpy(y[i].qh, &qh, 4);
+  }
+}
+
+// GGML's best_index_int8: the index of the table value nearest to x (the lower one on a tie).
+int best_index_iq4(float x) {
+  const int8_t* val = kIQ4NLValues;
+  if (x <= val[0]) return 0;
+  if (x >= val[15]) return 15;
+  int ml = 0, mu = 15;
+  while (mu - ml > 1) {
+    const int mav = (ml + mu) / 2;
+    if (x < val[mav]) mu = mav; else ml = mav;
+  }
+  return x - val[mu - 1] < val[mu] - x ? mu - 1 : mu;
+}
+
+// quantize_row_iq4_nl_ref: quantize_row_iq4_nl_impl with one 32-block per super-block, no
+// importance weights (weight x^2) and ntry = -1, so no scale search: d0 = max / -127 picks the
+// indices, and the stored scale is their weighted least-squares fit sum(w q x) / sum(w q^2).
+// A block with max |x| < 1e-15 gets d = 0; GGML then leaves its nibbles as whatever its L
+// buffer held, ember writes 0 (every value decodes to 0 either way).
+void iq4_nl(const float* x, BlockIQ4_NL* y, int64_t nb) {
+  for (int64_t i = 0; i < nb; ++i, x += kQK) {
+    float amax = 0, max = 0;
+    for (int j = 0; j < kQK; ++j) {
+      const float ax = std::fabs(x[j]);
+      if (ax > amax) {
+        amax = ax;
+        max = x[j];
+      }
+    }
+    if (amax < kGroupMaxEps) {
+      std::memset(&y[i], 0, sizeof(y[i]));
+      continue;
+    }
+    const float d0 = max / float(kIQ4NLValues[0]);
+    const float id = 1 / d0;
+    uint8_t L[kQK];
+    float sumqx = 0, sumq2 = 0;
+    for (int j = 0; j < kQK; ++j) {
+      L[j] = uint8_t(best_index_iq4(id * x[j]));
+      const float q = float(kIQ4NLValues[L[j]]);
+      const float w = x[j] * x[j];
+      sumqx += w * q * x[j];
+      sumq2 += w * q * q;
+    }
+    store_f16(y[i].d, sumqx / sumq2);
+    for (int j = 0; j < kQK / 2; ++j) y[i].qs[j] = uint8_t(L[j] | (L[j + kQK / 2] << 4));
   }
 }
 
@@ -288,14 +419,29 @@ void q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
 }  // namespace
 
 bool can_quantize_to(TensorType type) {
-  return type == TensorType::Q8_0 || type == TensorType::Q4_0 || type == TensorType::Q4_K ||
-         type == TensorType::Q6_K;
+  switch (type) {
+    case TensorType::Q8_0: case TensorType::Q4_0: case TensorType::Q4_1: case TensorType::Q5_0:
+    case TensorType::Q5_1: case TensorType::IQ4_NL: case TensorType::Q4_K: case TensorType::Q6_K:
+      return true;
+    default: return false;
+  }
 }
 
-uint64_t quantize_row(TensorType type, const float* src, void* dst, int64_t n) {
+bool is_kv_cache_quant_type(TensorType type) {
+  switch (type) {
+    case TensorType::Q8_0: case TensorType::Q4_0: case TensorType::Q4_1: case TensorType::Q5_0:
+    case TensorType::Q5_1: case TensorType::IQ4_NL:
+      return true;
+    default: return false;
+  }
+}
+
+uint64_t quantize_row(TensorType type, const float* src, void* dst, int64_t n,
+                      Q8Encoder q8) {
   BlockGeometry g;
-  if (!can_quantize_to(type) || !block_geometry(type, &g))
-    fail_field("quantize", "target type", "one of q8_0, q4_0, q4_K, q6_K",
+  if (type == TensorType::IQ4_NL) g = {kQK, int(sizeof(BlockIQ4_NL))};  // no matmul kernel
+  if (!can_quantize_to(type) || (type != TensorType::IQ4_NL && !block_geometry(type, &g)))
+    fail_field("quantize", "target type", "one of q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_K, q6_K",
                type_name(uint32_t(type)));
   if (n < 0 || n % g.elems != 0)
     fail_field("quantize", "row length",
@@ -309,13 +455,31 @@ uint64_t quantize_row(TensorType type, const float* src, void* dst, int64_t n) {
                  std::to_string(src[i]));
   const int64_t nb = n / g.elems;
   switch (type) {
-    case TensorType::Q8_0: q8_0(src, static_cast<BlockQ8_0*>(dst), nb); break;
+    case TensorType::Q8_0:
+      if (q8 == Q8Encoder::cpu_x86) q8_0_cpu_x86(src, static_cast<BlockQ8_0*>(dst), nb);
+      else q8_0(src, static_cast<BlockQ8_0*>(dst), nb);
+      break;
     case TensorType::Q4_0: q4_0(src, static_cast<BlockQ4_0*>(dst), nb); break;
+    case TensorType::Q4_1: q4_1(src, static_cast<BlockQ4_1*>(dst), nb); break;
+    case TensorType::Q5_0: q5_0(src, static_cast<BlockQ5_0*>(dst), nb); break;
+    case TensorType::Q5_1: q5_1(src, static_cast<BlockQ5_1*>(dst), nb); break;
+    case TensorType::IQ4_NL: iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), nb); break;
     case TensorType::Q4_K: q4_k(src, static_cast<BlockQ4_K*>(dst), nb); break;
     case TensorType::Q6_K: q6_k(src, static_cast<BlockQ6_K*>(dst), nb); break;
     default: EMBER_CHECK(!"unreachable");
   }
   return uint64_t(nb) * uint64_t(g.bytes);
+}
+
+}  // namespace ember::gguf
+
+namespace ember::gguf {
+
+uint64_t quantize_row_kv_cache(TensorType type, const float* src, void* dst, int64_t n) {
+  if (!is_kv_cache_quant_type(type))
+    fail_field("quantize", "KV cache type", "one of q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl",
+               type_name(uint32_t(type)));
+  return quantize_row(type, src, dst, n, Q8Encoder::cpu_x86);
 }
 
 }  // namespace ember::gguf

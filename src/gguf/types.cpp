@@ -33,7 +33,7 @@ constexpr Entry kTypes[] = {
     {17, {"iq2_xs", 256, 74, false}},
     {18, {"iq3_xxs", 256, 98, false}},
     {19, {"iq1_s", 256, 50, false}},
-    {20, {"iq4_nl", 32, 18, false}},
+    {20, {"iq4_nl", 32, 18, false}},   // f16 d, 16 B nibbles; KV caches only (quantize.h)
     {21, {"iq3_s", 256, 110, false}},
     {22, {"iq2_s", 256, 82, false}},
     {23, {"iq4_xs", 256, 136, false}},

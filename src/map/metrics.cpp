@@ -2,6 +2,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
+
+#include "util/kl.h"
 
 namespace ember::map {
 
@@ -25,6 +29,8 @@ LogitComparison compare_logits(const float* x, const float* ref, int n) {
     if (std::fabs(d) > c.max_abs) c.max_abs = std::fabs(d);
   }
   c.rel_l2 = norm > 0 ? std::sqrt(diff) / std::sqrt(norm) : std::sqrt(diff);
+  const std::optional<double> kl = kl_divergence(ref, x, size_t(n));
+  c.kl = kl ? *kl : std::numeric_limits<double>::quiet_NaN();
   c.bit_identical = std::memcmp(x, ref, size_t(n) * sizeof(float)) == 0;
   return c;
 }

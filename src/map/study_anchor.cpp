@@ -20,11 +20,13 @@
 
 namespace ember::map {
 
-void MethodStats::add(bool agreed, double rel_err) {
+void MethodStats::add(bool agreed, double rel_err, double kl) {
   agree += agreed ? 1 : 0;
   ++comparisons;
   sum_rel_err += rel_err;
   if (rel_err > max_rel_err) max_rel_err = rel_err;
+  sum_kl += kl;
+  if (!(kl <= max_kl)) max_kl = kl;  // a NaN propagates
 }
 
 void MethodStats::merge(const MethodStats& o) {
@@ -32,6 +34,8 @@ void MethodStats::merge(const MethodStats& o) {
   comparisons += o.comparisons;
   sum_rel_err += o.sum_rel_err;
   if (o.max_rel_err > max_rel_err) max_rel_err = o.max_rel_err;
+  sum_kl += o.sum_kl;
+  if (!(o.max_kl <= max_kl)) max_kl = o.max_kl;
 }
 
 nlohmann::json MethodStats::to_json() const {
@@ -39,7 +43,9 @@ nlohmann::json MethodStats::to_json() const {
           {"agree", agree},
           {"comparisons", comparisons},
           {"mean_rel_logit_error", mean_rel_err()},
-          {"max_rel_logit_error", max_rel_err}};
+          {"max_rel_logit_error", max_rel_err},
+          {"mean_kl", mean_kl()},
+          {"max_kl", max_kl}};
 }
 
 namespace {
@@ -263,7 +269,7 @@ AnchorStudyResult run_anchor_study(const AnchorStudyOptions& o) {
           tgt.forward(jc, std::span<const int32_t>(&last, 1))};
       for (int mi = 0; mi < kAnchorMethodCount; ++mi) {
         const LogitComparison cmp = compare_logits(outs[mi].data(), ref.data(), int(ref.size()));
-        stats[size_t(mi)].add(cmp.same_argmax, cmp.rel_l2);
+        stats[size_t(mi)].add(cmp.same_argmax, cmp.rel_l2, cmp.kl);
       }
     }
     for (int mi = 0; mi < kAnchorMethodCount; ++mi) res.overall[size_t(mi)].merge(stats[size_t(mi)]);
@@ -312,14 +318,15 @@ nlohmann::json AnchorStudyResult::to_json() const {
 std::string AnchorStudyResult::table() const {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-13s %12s %14s %22s %20s\n", "method", "agreement",
-                "comparisons", "mean rel logit error", "max rel logit error");
+  std::snprintf(line, sizeof line, "%-13s %12s %14s %22s %20s %12s %12s\n", "method", "agreement",
+                "comparisons", "mean rel logit error", "max rel logit error", "mean KL", "max KL");
   out += line;
   for (size_t mi = 0; mi < kAnchorMethodCount; ++mi) {
     const MethodStats& m = overall[mi];
-    std::snprintf(line, sizeof line, "%-13s %6lld/%-5lld %14lld %21.6e%% %19.6e%%\n", kAnchorMethods[mi],
-                  (long long)m.agree, (long long)m.comparisons, (long long)m.comparisons,
-                  100.0 * m.mean_rel_err(), 100.0 * m.max_rel_err);
+    std::snprintf(line, sizeof line, "%-13s %6lld/%-5lld %14lld %21.6e%% %19.6e%% %12.4e %12.4e\n",
+                  kAnchorMethods[mi], (long long)m.agree, (long long)m.comparisons,
+                  (long long)m.comparisons, 100.0 * m.mean_rel_err(), 100.0 * m.max_rel_err,
+                  m.mean_kl(), m.max_kl);
     out += line;
   }
   out += "\nper seed (agreement / mean rel logit error):\n";

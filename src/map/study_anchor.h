@@ -38,8 +38,10 @@ struct AnchorStudyOptions {
 struct MethodStats {
   int64_t agree = 0, comparisons = 0;
   double sum_rel_err = 0, max_rel_err = 0;
+  double sum_kl = 0, max_kl = 0;  // KL(target || method) of the next-token distribution, nats
   double mean_rel_err() const { return comparisons ? sum_rel_err / double(comparisons) : 0.0; }
-  void add(bool agreed, double rel_err);
+  double mean_kl() const { return comparisons ? sum_kl / double(comparisons) : 0.0; }
+  void add(bool agreed, double rel_err, double kl);
   void merge(const MethodStats& o);
   nlohmann::json to_json() const;
 };

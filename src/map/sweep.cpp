@@ -192,6 +192,8 @@ SweepResult run_sweep(const SweepOptions& o) {
       row.bit_identical += cmp.bit_identical;
       row.mean_rel_err += cmp.rel_l2;
       row.max_rel_err = std::max(row.max_rel_err, cmp.rel_l2);
+      row.mean_kl += cmp.kl;
+      if (!(cmp.kl <= row.max_kl)) row.max_kl = cmp.kl;  // a NaN propagates
       row.ttft_seconds += t_best;
       const std::vector<int32_t> seq = greedy(tgt, cache, logits, o.greedy_steps);
       int match = 0;
@@ -208,6 +210,7 @@ SweepResult run_sweep(const SweepOptions& o) {
   for (SweepRow& row : rows) {
     if (row.comparisons) {
       row.mean_rel_err /= double(row.comparisons);
+      row.mean_kl /= double(row.comparisons);
       row.greedy_prefix_agreement /= double(row.comparisons);
     }
     row.ttft_ratio = full_ttft > 0 ? row.ttft_seconds / full_ttft : 0.0;
@@ -238,6 +241,7 @@ nlohmann::json SweepResult::to_json() const {
                       {"agreement", r.comparisons ? double(r.agree) / double(r.comparisons) : 0.0},
                       {"bit_identical", r.bit_identical},
                       {"mean_rel_logit_error", r.mean_rel_err}, {"max_rel_logit_error", r.max_rel_err},
+                      {"mean_kl", r.mean_kl}, {"max_kl", r.max_kl},
                       {"greedy_prefix_agreement", r.greedy_prefix_agreement},
                       {"greedy_exact", r.greedy_exact},
                       {"ttft_seconds", r.ttft_seconds}, {"ttft_ratio_vs_full_prefill", r.ttft_ratio},
@@ -250,17 +254,18 @@ std::string SweepResult::table() const {
   std::string out = "sweep (" + label + "): s = " + std::to_string(provenance.value("shared_layers", 0)) +
                     " shared layers\n";
   char line[320];
-  std::snprintf(line, sizeof line, "%-16s %3s %10s %9s %14s %14s %11s %9s %10s %10s\n", "config", "a",
-                "agreement", "bitexact", "mean rel err", "max rel err", "greedy-pfx", "greedy=", "TTFT/full",
-                "work saved");
+  std::snprintf(line, sizeof line, "%-16s %3s %10s %9s %14s %14s %11s %11s %11s %9s %10s %10s\n", "config",
+                "a", "agreement", "bitexact", "mean rel err", "max rel err", "mean KL", "max KL", "greedy-pfx",
+                "greedy=", "TTFT/full", "work saved");
   out += line;
   for (const SweepRow& r : rows) {
     std::string name = r.config;
     if (r.pure_mapping) name = "pure-mapping";
     if (r.exact_hybrid) name = "exact-hybrid";
-    std::snprintf(line, sizeof line, "%-16s %3d %5lld/%-4lld %9lld %13.4e%% %13.4e%% %11.3f %4lld/%-4lld %10.3f %9.1f%%\n",
+    std::snprintf(line, sizeof line,
+                  "%-16s %3d %5lld/%-4lld %9lld %13.4e%% %13.4e%% %11.3e %11.3e %11.3f %4lld/%-4lld %10.3f %9.1f%%\n",
                   name.c_str(), r.a, (long long)r.agree, (long long)r.comparisons, (long long)r.bit_identical,
-                  100 * r.mean_rel_err, 100 * r.max_rel_err, r.greedy_prefix_agreement,
+                  100 * r.mean_rel_err, 100 * r.max_rel_err, r.mean_kl, r.max_kl, r.greedy_prefix_agreement,
                   (long long)r.greedy_exact, (long long)r.comparisons, r.ttft_ratio, 100 * r.prefill_work_saved);
     out += line;
   }

@@ -37,6 +37,7 @@ struct SweepRow {
   bool pure_mapping = false, exact_hybrid = false;
   int64_t comparisons = 0, agree = 0;
   double mean_rel_err = 0, max_rel_err = 0;
+  double mean_kl = 0, max_kl = 0;         // KL(target || config) of the next token, nats
   int64_t bit_identical = 0;              // decode logits identical to the reference's
   double greedy_prefix_agreement = 0;     // mean fraction of steps before the first divergence
   int64_t greedy_exact = 0;               // prompts whose whole greedy sequence matched

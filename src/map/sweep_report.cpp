@@ -141,14 +141,16 @@ std::string SweepResult::html() const {
   h += chart("Fidelity: agreement vs anchor", "fraction", {agree, greedy}, s, L, 0.0, 1.0, false);
   h += chart("Cost: time to first token vs anchor", "ratio to full prefill", {ttft, work}, s, L, 0.0, tmax, false);
   h += "\n<h2>Table</h2>\n<table><tr><th>config</th><th>a</th><th>agreement</th><th>bit-identical</th>"
-       "<th>mean rel logit err</th><th>max rel logit err</th><th>greedy prefix agreement</th>"
+       "<th>mean rel logit err</th><th>max rel logit err</th><th>mean KL (nats)</th><th>max KL</th>"
+       "<th>greedy prefix agreement</th>"
        "<th>greedy exact</th><th>TTFT / full</th><th>work saved</th></tr>\n";
   for (const SweepRow& r : rows) {
     std::string name = r.pure_mapping ? "pure mapping" : r.exact_hybrid ? "exact hybrid" : r.config;
     h += "<tr><td>" + esc(name) + "</td><td>" + (r.config == "full-prefill" ? std::string("-") : std::to_string(r.a)) +
          "</td><td>" + std::to_string(r.agree) + "/" + std::to_string(r.comparisons) + "</td><td>" +
          std::to_string(r.bit_identical) + "</td><td>" + fmt("%.3e", r.mean_rel_err) + "</td><td>" +
-         fmt("%.3e", r.max_rel_err) + "</td><td>" + fmt("%.3f", r.greedy_prefix_agreement) + "</td><td>" +
+         fmt("%.3e", r.max_rel_err) + "</td><td>" + fmt("%.3e", r.mean_kl) + "</td><td>" +
+         fmt("%.3e", r.max_kl) + "</td><td>" + fmt("%.3f", r.greedy_prefix_agreement) + "</td><td>" +
          std::to_string(r.greedy_exact) + "</td><td>" + fmt("%.3f", r.ttft_ratio) + "</td><td>" +
          fmt("%.1f%%", 100 * r.prefill_work_saved) + "</td></tr>\n";
   }

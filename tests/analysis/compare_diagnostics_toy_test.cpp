@@ -69,6 +69,7 @@ TEST(CompareDiagnosticsToy, SelfComparisonIsExactOnEveryStep) {
     EXPECT_EQ(s.logits.cosine, 1.0);
     EXPECT_EQ(s.logits.max_abs, 0.0);
     EXPECT_EQ(*s.logits.rel_error, 0.0);
+    EXPECT_EQ(*s.logits_kl, 0.0);
     for (const VectorCompare& v : s.attn_out) EXPECT_EQ(v.max_abs, 0.0);
   }
   EXPECT_TRUE(d.greedy.identical());
@@ -98,7 +99,12 @@ TEST(CompareDiagnosticsToy, ACacheEditShowsInItsLayerOnly) {
     EXPECT_GT(s.logits.max_abs, 0.0);
     ASSERT_TRUE(s.logits.rel_error.has_value());
     EXPECT_GT(*s.logits.rel_error, 0.0);
+    ASSERT_TRUE(s.logits_kl.has_value());
+    EXPECT_GT(*s.logits_kl, 0.0);
   }
+  ASSERT_TRUE(d.same_input.mean_kl && d.same_input.max_kl);
+  EXPECT_GT(*d.same_input.mean_kl, 0.0);
+  EXPECT_LE(*d.same_input.mean_kl, *d.same_input.max_kl);
   // Both sides were fed LEFT's path in the same-input phase, whatever RIGHT predicted.
   for (int s = 0; s < 3; ++s) {
     EXPECT_EQ(d.same_input.steps[size_t(s)].input_token, d.greedy.left[size_t(s)]);

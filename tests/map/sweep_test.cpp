@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
+#include "map/metrics.h"
 #include "map/sweep.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
@@ -55,6 +58,22 @@ TEST(Sweep, F32ToQ8IsLabelledAQuantizationBoundary) {
   EXPECT_NE(j["note"].get<std::string>().find("not a cross-model result"), std::string::npos);
   EXPECT_EQ(j["provenance"]["shared_layers"].get<int>(), 0);
   EXPECT_NE(r.html().find("quantization-boundary study, not a cross-model result"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ember::map
+
+namespace ember::map {
+namespace {
+
+// The studies' logit KL is util/kl.h's KL(reference || candidate): reference (0, log 3) is
+// p = (1/4, 3/4), candidate (0, 0) is q = (1/2, 1/2), KL = 1/4 log(1/2) + 3/4 log(3/2).
+TEST(LogitMetrics, KlIsTargetOverCandidate) {
+  const float ref[2] = {0.0f, float(std::log(3.0))};
+  const float x[2] = {0.0f, 0.0f};
+  const LogitComparison c = compare_logits(x, ref, 2);
+  EXPECT_NEAR(c.kl, 0.25 * std::log(0.5) + 0.75 * std::log(1.5), 2e-8);
+  EXPECT_EQ(compare_logits(ref, ref, 2).kl, 0.0);
 }
 
 }  // namespace

@@ -1,0 +1,66 @@
+#pragma once
+// What each llama.cpp KV-cache quantization type costs, measured on ember's engine
+// (docs/kv-quantization.md): `ember study kv-quant`.
+//
+// Per prompt t[0..n): the native f16 cache of t[0..Q), Q = n - 1 - C, is quantized for each
+// (type, part) as llama.cpp's --cache-type-k/-v does (analysis/kv_quantize.h, every layer);
+// then the C reference tokens t[Q..Q+C) are teacher-forced one at a time into both caches,
+// and each newly written row of the quantized cache is quantized in turn, so the continuation
+// reads a cache quantized as llama.cpp's is. At each step the next-token distributions are
+// compared: KL(native || quantized), top-1 agreement, top-k overlap, and the NLL of the
+// reference token t[Q+i+1] (dNLL = quantized - native). The current token attends to its
+// own K/V before that row is quantized (one row of Q+i+1; llama.cpp quantizes it first).
+// Per (layer, KV head) the relative error ||q - x|| / ||x|| of the prefix K and V, pooled
+// over the prompts.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/perturb.h"
+#include "gguf/types.h"
+#include "model/engine.h"
+
+namespace ember::kv {
+
+struct KvQuantStudyOptions {
+  std::vector<gguf::TensorType> types;  // default: q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl
+  std::vector<PerturbPart> parts;       // default: k v kv
+  int continuation = 8;                 // C: reference tokens predicted per prompt (1..256)
+  int top_k = 10;                       // for the top-k overlap (1..1000)
+};
+
+struct KvQuantConfig {
+  gguf::TensorType type = gguf::TensorType::Q8_0;
+  PerturbPart part = PerturbPart::kv;
+  // [layer * n_kv_heads + head]: sqrt(sum (q - x)^2 / sum x^2) over every prompt's prefix rows
+  // (0 for a part that is not quantized).
+  std::vector<double> k_rel_err, v_rel_err;
+  std::vector<double> kl;  // every (prompt, step), in prompt order
+  double kl_mean = 0, kl_p99 = 0, kl_max = 0;  // p99: nearest rank, ceil(0.99 N)
+  int64_t top1_agree = 0;
+  double topk_overlap = 0;  // mean |top-k(native) & top-k(quantized)| / k
+  double dnll = 0;          // mean NLL(quantized) - NLL(native) of the reference token
+  double k_rel_err_mean = 0, v_rel_err_mean = 0;  // over (layer, head)
+};
+
+struct KvQuantStudy {
+  KvQuantStudyOptions options;
+  std::string model_identity, model_path, prompts_path;
+  int n_layers = 0, n_kv_heads = 0, head_dim = 0;
+  int prompts = 0, skipped = 0;  // prompts used; prompts shorter than C + 2 tokens
+  int64_t steps = 0;             // compared next-token distributions per config
+  std::vector<KvQuantConfig> configs;
+  std::string json() const;   // canonical: fixed key order, no time or host
+  std::string table() const;
+  std::string html() const;   // self-contained, inline SVG (analysis/report_html.h helpers)
+};
+
+// Runs the study over `prompts` (token ids, BOS included as the caller tokenized them).
+// Error naming the option when an option is out of range or the cache row of this model
+// cannot be quantized (kv_heads * head_dim not a multiple of 32), or when no prompt is long
+// enough.
+KvQuantStudy run_kv_quant_study(model::Engine& engine,
+                                const std::vector<std::vector<int32_t>>& prompts,
+                                KvQuantStudyOptions options);
+
+}  // namespace ember::kv

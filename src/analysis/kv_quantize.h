@@ -1,0 +1,37 @@
+#pragma once
+// A quantized KV cache, emulated on ember's f16 cache: what llama.cpp's --cache-type-k/-v
+// q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | iq4_nl does to the values it stores.
+//
+// One cache row is one position of one layer: the n_kv_heads * head_dim values of every KV
+// head, in head order, as llama.cpp lays out a cell (ggml_row_size(type, n_embd_k_gqa)). So
+// a block of 32 may span heads when head_dim < 32, exactly as in llama.cpp; the row length
+// must be a multiple of 32. Each row is widened f16 -> f32, quantized with the encoder
+// llama.cpp's CPU backend uses on x86 (gguf::quantize_row_kv_cache), dequantized as ggml does,
+// and each value rounded back to f16 (nearest even) for ember's f16 cache. That last rounding
+// is the one step llama.cpp does not take (it reads the dequantized f32 values); it is at most
+// half an f16 ulp per element, far below the quantization step of every type here.
+#include <cstdint>
+
+#include "analysis/compare_metrics.h"
+#include "gguf/types.h"
+#include "model/kv_cache.h"
+
+namespace ember::kv {
+
+// Quantizes and dequantizes the `part` rows of `layer` at positions [pos_begin, pos_end).
+// Returns the number of f16 elements whose bits change; with write == false nothing is
+// modified (a dry count). Error naming the type or the row length when the type is not a
+// KV-cache quantization type or n_kv_heads * head_dim is not a multiple of 32; error naming
+// the element when a value is NaN or Inf.
+uint64_t quantize_kv_rows(model::KvCache& cache, KvPart part, gguf::TensorType type, int layer,
+                          int pos_begin, int pos_end, bool write);
+
+// The same count on a cache that is not modified.
+uint64_t count_kv_quantize_changes(const model::KvCache& cache, KvPart part,
+                                   gguf::TensorType type, int layer, int pos_begin, int pos_end);
+
+// Checks type and row length as quantize_kv_rows does, without touching a cache.
+void check_kv_quantizable(gguf::TensorType type, int n_kv_heads, int head_dim,
+                          const char* where);
+
+}  // namespace ember::kv
