@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   kv->require_subcommand(1);
   ember::cli::register_kv_snapshot_commands(*kv);
   ember::cli::register_kv_compare_commands(*kv);
+  ember::cli::register_kv_llamacpp_commands(*kv);
   ember::cli::register_map_commands(app);
   ember::cli::register_container_commands(app);
   try {

@@ -161,6 +161,22 @@ void dq_q6_k(const void* src, float* y, int64_t nb) {
 
 }  // namespace
 
+void dequantize_row_iq4_nl(const void* src, float* y, int64_t n) {
+  // ggml-common.h kvalues_iq4nl.
+  static constexpr int8_t kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                         1,    13,   25,  38,  53,  69,  89,  113};
+  EMBER_CHECK(n >= 0 && n % kQK == 0);
+  const uint8_t* p = static_cast<const uint8_t*>(src);
+  for (int64_t i = 0; i < n / kQK; ++i, p += kIq4NlBlockBytes, y += kQK) {
+    const float d = f16_to_f32(load_u16(p));
+    const uint8_t* qs = p + 2;
+    for (int j = 0; j < kQK / 2; ++j) {
+      y[j] = d * float(kValues[qs[j] & 0xF]);
+      y[j + kQK / 2] = d * float(kValues[qs[j] >> 4]);
+    }
+  }
+}
+
 void dequantize_row(TensorType type, const void* src, float* dst, int64_t n) {
   BlockGeometry g;
   if (!block_geometry(type, &g))
