@@ -1,5 +1,6 @@
 // ember kv import-llamacpp | export-llamacpp (docs/formats/llamacpp-state.md). Thin over
 // kv/llamacpp_import.h: parse flags, load, call, print.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -34,7 +35,7 @@ void add_import(CLI::App& kv) {
   c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
   c->add_option("--arch", o->arch, "assert the model's architecture (llama|qwen2|qwen3)");
   c->add_option("--output,-o", o->output, "directory to create")->required();
-  c->add_option("--resume-token", o->resume,
+  auto* resume = c->add_option("--resume-token", o->resume,
                 "the token at position P (default: ember's argmax for the last prompt token over the imported cache)");
   c->add_flag("--no-attn-rot", o->no_attn_rot,
               "quantized rows are not Hadamard-rotated (written with LLAMA_ATTN_ROT_DISABLE=1, or by a "
@@ -42,14 +43,16 @@ void add_import(CLI::App& kv) {
   c->add_flag("--force", o->force, "replace an existing output directory");
   add_threads_option(c, o->threads);
   add_sign_flag(c, o->sign);
-  c->callback([o] {
+  c->callback([o, resume] {
     refuse_output_is_input(o->output, {o->state, o->model, o->tokenizer});
     LoadedModel m = load_model({o->model, o->tokenizer, o->arch});
     model::Engine engine(m.model, model::EngineOptions{resolve_threads(o->threads), false});
     const auto file = MappedFile::open(o->state);
     kv::LlamaCppImportOptions opt;
     opt.attn_rot = !o->no_attn_rot;
-    if (o->resume >= 0) opt.resume_token = int32_t(std::min<int64_t>(o->resume, INT32_MAX));
+    // Range-checked by import_llamacpp against the vocabulary (a negative id is refused there).
+    if (resume->count() > 0)
+      opt.resume_token = int32_t(std::clamp<int64_t>(o->resume, INT32_MIN, INT32_MAX));
     kv::ForeignState s = kv::import_llamacpp(std::span<const uint8_t>(file->data(), file->size()), engine,
                                              m.tokenizer->identity(), opt, o->state);
     if (!o->sign.empty()) kv::sign_manifest(s.manifest, nullptr, o->sign, &s.foreign);
