@@ -154,7 +154,8 @@ LlamaCppState parse_llamacpp_state(std::span<const uint8_t> bytes, const LlamaCp
                std::to_string(n_tokens));
   if (uint64_t(n_tokens) * 4 > r.remaining())
     fail_field(where, "n_token_count",
-               "at most " + std::to_string(r.remaining() / 4) + " (the ids the rest of the file can hold)",
+               "at most " + std::to_string(r.remaining() / 4) +
+                   " (the ids the rest of the file can hold: truncated, or a wrong count)",
                std::to_string(n_tokens));
   s.tokens.resize(n_tokens);
   for (uint32_t i = 0; i < n_tokens; ++i) {
