@@ -11,8 +11,8 @@
 #include "util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  for (const ember::kv::LlamaCppTarget& t :
-       {ember::kv::LlamaCppTarget{2, 1, 32, 64, 512}, ember::kv::LlamaCppTarget{1, 1, 64, 64, 512}}) {
+  for (const ember::kv::LlamaCppTarget& t : {ember::kv::LlamaCppTarget{2, 1, 32, 64, 512},
+                                             ember::kv::LlamaCppTarget{1, 1, 64, 64, 512}}) {
     try {
       (void)ember::kv::parse_llamacpp_state({data, size}, t, "fuzz.seq");
     } catch (const ember::Error&) {

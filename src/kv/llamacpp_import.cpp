@@ -8,11 +8,12 @@
 namespace ember::kv {
 
 ForeignState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engine,
-                             const std::string& tokenizer_identity, const LlamaCppImportOptions& options,
-                             const std::string& where) {
+                             const std::string& tokenizer_identity,
+                             const LlamaCppImportOptions& options, const std::string& where) {
   const model::ModelConfig& cfg = engine.config();
-  const LlamaCppTarget t{cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, std::min(cfg.n_ctx, kMaxPositions),
-                         cfg.n_vocab, options.attn_rot};
+  const LlamaCppTarget t{cfg.n_layers, cfg.n_kv_heads,
+                         cfg.head_dim, std::min(cfg.n_ctx, kMaxPositions),
+                         cfg.n_vocab,  options.attn_rot};
   LlamaCppState st = parse_llamacpp_state(bytes, t, where);
   const int P = st.cache.n_pos;
 
@@ -35,15 +36,17 @@ ForeignState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engi
   const std::string fp = engine.fingerprint();
   const size_t w = fp.find("weights=");
   const std::string weights = w == std::string::npos ? "" : fp.substr(w, fp.find(';', w) - w) + ";";
-  s.manifest.numerics.engine_fingerprint = "llama.cpp;ggsq-v3;" + weights + "k=" + s.foreign.cache_type_k +
-                                           ";v=" + s.foreign.cache_type_v + ";v_layout=" + s.foreign.v_layout;
+  s.manifest.numerics.engine_fingerprint =
+      "llama.cpp;ggsq-v3;" + weights + "k=" + s.foreign.cache_type_k +
+      ";v=" + s.foreign.cache_type_v + ";v_layout=" + s.foreign.v_layout;
   s.manifest.prefix.tokens = st.tokens;
 
   int32_t resume = 0;
   if (options.resume_token) {
     resume = *options.resume_token;
     if (resume < 0 || resume >= cfg.n_vocab)
-      fail_field(where, "resume token", "an id in [0, " + std::to_string(cfg.n_vocab) + ")", std::to_string(resume));
+      fail_field(where, "resume token", "an id in [0, " + std::to_string(cfg.n_vocab) + ")",
+                 std::to_string(resume));
     s.foreign.resume_source = "argument";
   } else {
     // The llama.cpp cache of [0, P-1), then ember evaluates the last prompt token over it.
@@ -73,7 +76,8 @@ ForeignState read_foreign_state(const std::string& dir) {
   return {std::move(d.header.manifest), std::move(*d.header.foreign), std::move(d.cache)};
 }
 
-std::vector<uint8_t> export_llamacpp(const SnapshotManifest& m, const model::KvCache& cache, bool v_trans) {
+std::vector<uint8_t> export_llamacpp(const SnapshotManifest& m, const model::KvCache& cache,
+                                     bool v_trans) {
   check_cache_payloads(m, cache, "export-llamacpp");
   std::vector<uint8_t> out;
   BufferSink sink(out);

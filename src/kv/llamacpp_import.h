@@ -20,7 +20,7 @@ inline constexpr const char* kForeignEngineLlamaCpp = "llama.cpp";
 struct ForeignState {
   SnapshotManifest manifest;  // the target's coordinates; numerics.contract kForeignContract
   ForeignProvenance foreign;
-  model::KvCache cache;       // capacity == n_pos == P
+  model::KvCache cache;  // capacity == n_pos == P
 };
 
 struct LlamaCppImportOptions {
@@ -38,8 +38,8 @@ struct LlamaCppImportOptions {
 // numerics {kForeignContract, "llama.cpp;ggsq-v3;weights=...;k=...;v=...;v_layout=..."},
 // and the provenance (cache types, V layout, conversion, source SHA-256 and size).
 ForeignState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engine,
-                             const std::string& tokenizer_identity, const LlamaCppImportOptions& options,
-                             const std::string& where);
+                             const std::string& tokenizer_identity,
+                             const LlamaCppImportOptions& options, const std::string& where);
 
 // write_state_dir with the foreign provenance (atomic; refuses an existing DIR unless force).
 void write_foreign_state(const ForeignState& s, const std::string& dir, bool force);
@@ -47,6 +47,7 @@ void write_foreign_state(const ForeignState& s, const std::string& dir, bool for
 ForeignState read_foreign_state(const std::string& dir);
 
 // The `ggsq` bytes of a state's f16 cache (write_llamacpp_state) for its prefix tokens.
-std::vector<uint8_t> export_llamacpp(const SnapshotManifest& m, const model::KvCache& cache, bool v_trans);
+std::vector<uint8_t> export_llamacpp(const SnapshotManifest& m, const model::KvCache& cache,
+                                     bool v_trans);
 
 }  // namespace ember::kv

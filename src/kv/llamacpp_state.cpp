@@ -39,12 +39,15 @@ std::string type_list() {
 }
 
 std::string describe_type(int32_t number) {
-  if (const KvType* t = kv_type(number)) return std::string(t->name) + " (" + std::to_string(number) + ")";
+  if (const KvType* t = kv_type(number))
+    return std::string(t->name) + " (" + std::to_string(number) + ")";
   if (number >= 0) return gguf::type_name(uint32_t(number)) + " (" + std::to_string(number) + ")";
   return std::to_string(number);
 }
 
-std::string layer_field(int l, const char* what) { return "layer[" + std::to_string(l) + "]." + what; }
+std::string layer_field(int l, const char* what) {
+  return "layer[" + std::to_string(l) + "]." + what;
+}
 
 // x <- H x for the orthonormal Walsh-Hadamard matrix H of size n (a power of 2), Sylvester
 // order (H[i][j] = (-1)^popcount(i & j) / sqrt(n), llama.cpp's ggml_gen_hadamard). H is its
@@ -70,10 +73,18 @@ void walsh_hadamard(float* x, int n) {
 // (blocks never straddle heads: rot divides head_dim).
 void decode_row(int32_t type, const uint8_t* src, int64_t n, int rot, float* tmp, uint16_t* dst) {
   switch (type) {
-    case kGgmlF16: std::memcpy(dst, src, size_t(n) * 2); return;
-    case kGgmlF32: std::memcpy(tmp, src, size_t(n) * 4); break;
-    case kGgmlIq4Nl: gguf::dequantize_row_iq4_nl(src, tmp, n); break;
-    default: gguf::dequantize_row(gguf::TensorType(uint32_t(type)), src, tmp, n); break;
+    case kGgmlF16:
+      std::memcpy(dst, src, size_t(n) * 2);
+      return;
+    case kGgmlF32:
+      std::memcpy(tmp, src, size_t(n) * 4);
+      break;
+    case kGgmlIq4Nl:
+      gguf::dequantize_row_iq4_nl(src, tmp, n);
+      break;
+    default:
+      gguf::dequantize_row(gguf::TensorType(uint32_t(type)), src, tmp, n);
+      break;
   }
   if (rot > 0)
     for (int64_t i = 0; i < n; i += rot) walsh_hadamard(tmp + i, rot);
@@ -97,9 +108,12 @@ uint64_t check_type(ByteReader& r, int l, const char* part, int32_t want_type, i
   const std::string tf = layer_field(l, (std::string(part) + "_type").c_str());
   const int32_t type = r.read_le<int32_t>(tf);
   const KvType* kt = kv_type(type);
-  if (!kt) fail_field(r.where(), tf, "a cache type ember reads (" + type_list() + ")", describe_type(type));
+  if (!kt)
+    fail_field(r.where(), tf, "a cache type ember reads (" + type_list() + ")",
+               describe_type(type));
   if (l > 0 && type != want_type)
-    fail_field(r.where(), tf, describe_type(want_type) + " (layer 0's; llama.cpp uses one type per part)",
+    fail_field(r.where(), tf,
+               describe_type(want_type) + " (layer 0's; llama.cpp uses one type per part)",
                describe_type(type));
   *seen = type;
   const uint64_t row = ggml_kv_row_bytes(type, n_embd);
@@ -150,7 +164,8 @@ LlamaCppState parse_llamacpp_state(std::span<const uint8_t> bytes, const LlamaCp
   const uint32_t n_tokens = r.read_le<uint32_t>("n_token_count");
   if (n_tokens == 0) fail_field(where, "n_token_count", "at least 1 token", "0");
   if (n_tokens > uint32_t(t.context))
-    fail_field(where, "n_token_count", "at most " + std::to_string(t.context) + " (the model's context length)",
+    fail_field(where, "n_token_count",
+               "at most " + std::to_string(t.context) + " (the model's context length)",
                std::to_string(n_tokens));
   if (uint64_t(n_tokens) * 4 > r.remaining())
     fail_field(where, "n_token_count",
@@ -161,13 +176,14 @@ LlamaCppState parse_llamacpp_state(std::span<const uint8_t> bytes, const LlamaCp
   for (uint32_t i = 0; i < n_tokens; ++i) {
     const int32_t id = r.read_le<int32_t>("tokens");
     if (id < 0 || id >= t.vocab)
-      fail_field(where, "tokens[" + std::to_string(i) + "]", "an id in [0, " + std::to_string(t.vocab) + ")",
-                 std::to_string(id));
+      fail_field(where, "tokens[" + std::to_string(i) + "]",
+                 "an id in [0, " + std::to_string(t.vocab) + ")", std::to_string(id));
     s.tokens[i] = id;
   }
   s.n_stream = r.read_le<uint32_t>("n_stream");
   if (s.n_stream < 1 || s.n_stream > kGgsqMaxStreams)
-    fail_field(where, "n_stream", "1.." + std::to_string(kGgsqMaxStreams), std::to_string(s.n_stream));
+    fail_field(where, "n_stream", "1.." + std::to_string(kGgsqMaxStreams),
+               std::to_string(s.n_stream));
   const uint64_t n_embd = uint64_t(t.kv_heads) * uint64_t(t.head_dim);
   bool have_cells = false;
   for (uint32_t st = 0; st < s.n_stream; ++st) {
@@ -175,40 +191,48 @@ LlamaCppState parse_llamacpp_state(std::span<const uint8_t> bytes, const LlamaCp
     const uint32_t cells = r.read_le<uint32_t>(sf);
     if (cells == 0) continue;
     if (have_cells)
-      fail_field(where, sf, "0 (one sequence: another stream already held its cells)", std::to_string(cells));
+      fail_field(where, sf, "0 (one sequence: another stream already held its cells)",
+                 std::to_string(cells));
     have_cells = true;
     if (cells != n_tokens)
-      fail_field(where, sf, std::to_string(n_tokens) + " (n_token_count: one cell per token)", std::to_string(cells));
+      fail_field(where, sf, std::to_string(n_tokens) + " (n_token_count: one cell per token)",
+                 std::to_string(cells));
     for (uint32_t i = 0; i < cells; ++i) {
       const std::string cf = "cell[" + std::to_string(i) + "]";
       const int32_t pos = r.read_le<int32_t>(cf + ".pos");
       if (pos != int32_t(i))
-        fail_field(where, cf + ".pos", std::to_string(i) + " (positions contiguous from 0)", std::to_string(pos));
+        fail_field(where, cf + ".pos", std::to_string(i) + " (positions contiguous from 0)",
+                   std::to_string(pos));
       const uint32_t n_seq = r.read_le<uint32_t>(cf + ".n_seq_id");
-      if (n_seq != 1) fail_field(where, cf + ".n_seq_id", "1 (one sequence)", std::to_string(n_seq));
+      if (n_seq != 1)
+        fail_field(where, cf + ".n_seq_id", "1 (one sequence)", std::to_string(n_seq));
       const int32_t seq = r.read_le<int32_t>(cf + ".seq_id");
       if (i == 0) {
         if (seq < 0 || seq >= int32_t(kGgsqMaxStreams))
-          fail_field(where, cf + ".seq_id", "0.." + std::to_string(kGgsqMaxStreams - 1), std::to_string(seq));
+          fail_field(where, cf + ".seq_id", "0.." + std::to_string(kGgsqMaxStreams - 1),
+                     std::to_string(seq));
         s.seq_id = seq;
       } else if (seq != s.seq_id) {
-        fail_field(where, cf + ".seq_id", std::to_string(s.seq_id) + " (cell 0's: one sequence)", std::to_string(seq));
+        fail_field(where, cf + ".seq_id", std::to_string(s.seq_id) + " (cell 0's: one sequence)",
+                   std::to_string(seq));
       }
     }
     const uint32_t v_trans = r.read_le<uint32_t>("v_trans");
-    if (v_trans > 1) fail_field(where, "v_trans", "0 (V in rows) or 1 (V transposed)", std::to_string(v_trans));
+    if (v_trans > 1)
+      fail_field(where, "v_trans", "0 (V in rows) or 1 (V transposed)", std::to_string(v_trans));
     s.v_trans = v_trans == 1;
     const uint32_t n_layer = r.read_le<uint32_t>("n_layer");
     if (n_layer != uint32_t(t.layers))
-      fail_field(where, "n_layer", std::to_string(t.layers) + " (the model's layers)", std::to_string(n_layer));
+      fail_field(where, "n_layer", std::to_string(t.layers) + " (the model's layers)",
+                 std::to_string(n_layer));
     // Before allocating the cache: the rest of the file must be able to hold K and V of every
     // layer in the smallest type that fits the row (so the cache is at most a few times the file).
     const uint64_t min_row = n_embd % 32 == 0 ? n_embd / 32 * 18 : n_embd * 2;
     const uint64_t least = uint64_t(t.layers) * 2 * (12 + uint64_t(cells) * min_row);
     if (least > r.remaining())
       fail_field(where, "layer data",
-                 "at least " + std::to_string(least) + " bytes for " + std::to_string(cells) + " cells of " +
-                     std::to_string(t.layers) + " layers",
+                 "at least " + std::to_string(least) + " bytes for " + std::to_string(cells) +
+                     " cells of " + std::to_string(t.layers) + " layers",
                  std::to_string(r.remaining()) + " bytes left (truncated)");
     s.cache = model::KvCache(t.layers, t.kv_heads, t.head_dim, int(cells));
     s.cache.n_pos = int(cells);
@@ -221,12 +245,14 @@ LlamaCppState parse_llamacpp_state(std::span<const uint8_t> bytes, const LlamaCp
     };
     for (int l = 0; l < t.layers; ++l) {
       const uint64_t row = check_type(r, l, "k", s.type_k, &s.type_k, n_embd);
-      s.rot_k = t.attn_rot && quantized(s.type_k) ? llamacpp_rotation(t.head_dim, /*keys=*/true) : 0;
+      s.rot_k =
+          t.attn_rot && quantized(s.type_k) ? llamacpp_rotation(t.head_dim, /*keys=*/true) : 0;
       const std::string rf = layer_field(l, "k_size_row");
       const uint64_t got = r.read_le<uint64_t>(rf);
       if (got != row)
-        fail_field(where, rf, std::to_string(row) + " (ggml_row_size(" + ggml_kv_type_name(s.type_k) + ", " +
-                                  std::to_string(n_embd) + "))",
+        fail_field(where, rf,
+                   std::to_string(row) + " (ggml_row_size(" + ggml_kv_type_name(s.type_k) + ", " +
+                       std::to_string(n_embd) + "))",
                    std::to_string(got));
       const uint8_t* data = r.take(size_t(row * cells), layer_field(l, "k_data"));
       for (uint32_t c = 0; c < cells; ++c) {
@@ -237,12 +263,14 @@ LlamaCppState parse_llamacpp_state(std::span<const uint8_t> bytes, const LlamaCp
     for (int l = 0; l < t.layers; ++l) {
       if (!s.v_trans) {
         const uint64_t row = check_type(r, l, "v", s.type_v, &s.type_v, n_embd);
-        s.rot_v = t.attn_rot && quantized(s.type_v) ? llamacpp_rotation(t.head_dim, /*keys=*/false) : 0;
+        s.rot_v =
+            t.attn_rot && quantized(s.type_v) ? llamacpp_rotation(t.head_dim, /*keys=*/false) : 0;
         const std::string rf = layer_field(l, "v_size_row");
         const uint64_t got = r.read_le<uint64_t>(rf);
         if (got != row)
-          fail_field(where, rf, std::to_string(row) + " (ggml_row_size(" + ggml_kv_type_name(s.type_v) + ", " +
-                                    std::to_string(n_embd) + "))",
+          fail_field(where, rf,
+                     std::to_string(row) + " (ggml_row_size(" + ggml_kv_type_name(s.type_v) + ", " +
+                         std::to_string(n_embd) + "))",
                      std::to_string(got));
         const uint8_t* data = r.take(size_t(row * cells), layer_field(l, "v_data"));
         for (uint32_t c = 0; c < cells; ++c) {
@@ -254,33 +282,39 @@ LlamaCppState parse_llamacpp_state(std::span<const uint8_t> bytes, const LlamaCp
       const std::string tf = layer_field(l, "v_type");
       const int32_t type = r.read_le<int32_t>(tf);
       if (type != kGgmlF32 && type != kGgmlF16 && type != kGgmlBf16)
-        fail_field(where, tf, "f32|f16|bf16 (a transposed V holds single elements; llama.cpp quantizes V only "
-                              "with flash attention, v_trans 0)",
+        fail_field(where, tf,
+                   "f32|f16|bf16 (a transposed V holds single elements; llama.cpp quantizes V only "
+                   "with flash attention, v_trans 0)",
                    describe_type(type));
       if (l > 0 && type != s.type_v)
-        fail_field(where, tf, describe_type(s.type_v) + " (layer 0's; llama.cpp uses one type per part)",
+        fail_field(where, tf,
+                   describe_type(s.type_v) + " (layer 0's; llama.cpp uses one type per part)",
                    describe_type(type));
       s.type_v = type;
       const uint32_t el = uint32_t(ggml_kv_row_bytes(type, 1));
       const std::string ef = layer_field(l, "v_size_el");
       const uint32_t got_el = r.read_le<uint32_t>(ef);
       if (got_el != el)
-        fail_field(where, ef, std::to_string(el) + " (ggml_type_size(" + ggml_kv_type_name(type) + "))",
+        fail_field(where, ef,
+                   std::to_string(el) + " (ggml_type_size(" + ggml_kv_type_name(type) + "))",
                    std::to_string(got_el));
       const std::string nf = layer_field(l, "n_embd_v_gqa");
       const uint32_t got_n = r.read_le<uint32_t>(nf);
       if (got_n != n_embd)
-        fail_field(where, nf, std::to_string(n_embd) + " (kv_heads * head_dim)", std::to_string(got_n));
+        fail_field(where, nf, std::to_string(n_embd) + " (kv_heads * head_dim)",
+                   std::to_string(got_n));
       const uint8_t* data = r.take(size_t(n_embd * cells * el), layer_field(l, "v_data"));
       for (uint64_t e = 0; e < n_embd; ++e) {
         const int h = int(e / uint64_t(t.head_dim)), d = int(e % uint64_t(t.head_dim));
         for (uint32_t c = 0; c < cells; ++c)
-          s.cache.v[s.cache.index(l, h, int(c)) + size_t(d)] = decode_element(type, data + (e * cells + c) * el);
+          s.cache.v[s.cache.index(l, h, int(c)) + size_t(d)] =
+              decode_element(type, data + (e * cells + c) * el);
       }
     }
   }
   if (!have_cells)
-    fail_field(where, "cell_count", std::to_string(n_tokens) + " cells in one stream (n_token_count)",
+    fail_field(where, "cell_count",
+               std::to_string(n_tokens) + " cells in one stream (n_token_count)",
                "no stream with cells");
   if (r.remaining() != 0)
     fail_field(where, "trailing bytes", "the end of the file after the last layer",

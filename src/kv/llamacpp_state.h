@@ -67,8 +67,8 @@ struct LlamaCppState {
   int32_t seq_id = 0;           // the one sequence every cell belongs to
   bool v_trans = false;         // V stored transposed (llama.cpp without flash attention)
   int32_t type_k = kGgmlF16, type_v = kGgmlF16;  // one type per part, every layer
-  int rot_k = 0, rot_v = 0;     // Hadamard block undone on import (0: the rows were not rotated)
-  model::KvCache cache;         // f16 [layer][kv_head][position][dim], capacity == n_pos == P
+  int rot_k = 0, rot_v = 0;  // Hadamard block undone on import (0: the rows were not rotated)
+  model::KvCache cache;      // f16 [layer][kv_head][position][dim], capacity == n_pos == P
   bool exact() const { return type_k == kGgmlF16 && type_v == kGgmlF16; }
 };
 
