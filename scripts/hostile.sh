@@ -228,6 +228,31 @@ PY
   else ok "terminal injection: ESC/NUL/newline from a manifest field are escaped"; fi
 }
 
+# llama.cpp state files (docs/formats/llamacpp-state.md): export -> import keeps the K/V bits;
+# a truncated, extended or FIFO state is refused naming the field (nothing written, no
+# blocking); a foreign cache is never accepted as native.
+hostile_llamacpp_state() {
+  local d="$WORK/llamacpp" out
+  mkdir -p "$d"
+  ember kv export-llamacpp small-snap -o "$d/s.seq" >/dev/null || { broken "export-llamacpp failed"; return; }
+  ember kv import-llamacpp "$d/s.seq" --model small.gguf -o "$d/back" >/dev/null || { broken "import-llamacpp failed"; return; }
+  if [[ "$(sed -n 's/.*"sha256": "\(.*\)".*/\1/p' small-snap/manifest.json | tail -2)" == \
+        "$(sed -n 's/.*"sha256": "\(.*\)".*/\1/p' "$d/back/manifest.json" | tail -2)" ]]; then
+    ok "llamacpp: export -> import keeps the K/V payload hashes"
+  else broken "llamacpp: round trip changed K/V"; fi
+  head -c 300 "$d/s.seq" >"$d/cut.seq"
+  cp "$d/s.seq" "$d/long.seq"; printf 'x' >>"$d/long.seq"
+  mkfifo "$d/fifo.seq"
+  for c in "cut.seq:truncated" "long.seq:trailing bytes" "fifo.seq:FIFO"; do
+    out=$(ember kv import-llamacpp "$d/${c%%:*}" --model small.gguf -o "$d/out-${c%%:*}" 2>&1)
+    if [[ $? -eq 2 && "$out" == *"${c#*:}"* && ! -e "$d/out-${c%%:*}" ]]; then ok "llamacpp: ${c%%:*} refused (${c#*:})"
+    else broken "llamacpp: ${c%%:*} not refused as expected: $(echo "$out" | tail -1)"; fi
+  done
+  out=$(ember kv replay --model small.gguf --snapshot "$d/back" -n 1 2>&1) && broken "kv replay took a foreign cache without --allow-foreign" ||
+    { [[ "$out" == *"--allow-foreign"* ]] && ok "llamacpp: kv replay refuses a foreign cache, naming --allow-foreign" || broken "llamacpp: replay refusal unnamed: $out"; }
+  ember kv verify "$d/back" >/dev/null 2>&1 && broken "kv verify accepted a foreign cache as native" || ok "llamacpp: kv verify (native) refuses a foreign cache"
+}
+
 main() {
   local start=$SECONDS
   setup
@@ -236,6 +261,7 @@ main() {
   hostile_fifo_inputs
   hostile_manifest_edits
   hostile_terminal_injection
+  hostile_llamacpp_state
   # Resource limits (threads, positions, huge -n): their own script, same contract.
   if bash "$HERE/hostile-limits.sh" "$EMBER" "$HERE/../../shared/models" "$WORK/limits"; then ok "hostile-limits.sh"; else broken "hostile-limits.sh"; fi
   echo "hostile.sh: $BROKEN broken promise(s), $((SECONDS - start)) s"

@@ -43,7 +43,10 @@ std::string weights_of_fingerprint(const std::string& fp) {
   return fp.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
-ComparedState compared_from_snapshot(Snapshot s) {
+namespace {
+
+// Everything but snapshot_id (which depends on the artifact kind's manifest text).
+ComparedState compared_fields(Snapshot s) {
   const SnapshotManifest& m = s.manifest;
   ComparedState c;
   c.identity.kind = "native";
@@ -51,7 +54,6 @@ ComparedState compared_from_snapshot(Snapshot s) {
   c.identity.architecture = m.model.architecture;
   c.identity.engine_fingerprint = m.numerics.engine_fingerprint;
   c.identity.weights = weights_of_fingerprint(m.numerics.engine_fingerprint);
-  c.identity.snapshot_id = sha256_hex(m.to_json());
   c.identity.keys_sha256 = m.keys.sha256;
   c.identity.values_sha256 = m.values.sha256;
   c.identity.seal = m.seal;
@@ -70,6 +72,15 @@ ComparedState compared_from_snapshot(Snapshot s) {
   return c;
 }
 
+}  // namespace
+
+ComparedState compared_from_snapshot(Snapshot s) {
+  const std::string id = sha256_hex(s.manifest.to_json());
+  ComparedState c = compared_fields(std::move(s));
+  c.identity.snapshot_id = id;
+  return c;
+}
+
 ComparedState load_compared_state(const std::string& path, bool allow_non_finite) {
   return compared_from_snapshot(load_state(path, allow_non_finite));
 }
@@ -77,7 +88,31 @@ ComparedState load_compared_state(const std::string& path, bool allow_non_finite
 ComparedState compared_from_state_dir(StateDir d) {
   const std::string manifest_sha = sha256_hex(d.manifest_text);
   std::optional<MappedProvenance> mapping = std::move(d.header.mapping);
-  ComparedState c = compared_from_snapshot(Snapshot{std::move(d.header.manifest), std::move(d.cache)});
+  std::optional<ForeignProvenance> foreign = std::move(d.header.foreign);
+  ComparedState c = compared_fields(Snapshot{std::move(d.header.manifest), std::move(d.cache)});
+  c.identity.snapshot_id = manifest_sha;
+  if (foreign) {
+    // Another engine's cache of the same GGUF: keys post-RoPE in the GGUF's RoPE layout in
+    // both engines (llama.cpp caches keys after RoPE, as ember does), so nothing is converted.
+    const ForeignProvenance& f = *foreign;
+    c.identity.kind = "foreign";
+    c.identity.snapshot_id = manifest_sha;
+    c.identity.provenance = {{"format", std::string(kForeignFormat) + ".v1"},
+                             {"foreign.engine", f.engine},
+                             {"foreign.format", f.format + " v" + std::to_string(f.format_version)},
+                             {"foreign.cache_type_k", f.cache_type_k},
+                             {"foreign.cache_type_v", f.cache_type_v},
+                             {"foreign.v_layout", f.v_layout},
+                             {"foreign.k_rotation", f.k_rotation},
+                             {"foreign.v_rotation", f.v_rotation},
+                             {"foreign.conversion", f.conversion},
+                             {"foreign.resume_source", f.resume_source},
+                             {"foreign.source_sha256", f.source_sha256},
+                             {"key_convention",
+                              "post-rope in both engines, same RoPE layout; llama.cpp's Hadamard rotation of "
+                              "quantized K/V (k_rotation, v_rotation) undone on import"}};
+    return c;
+  }
   if (!mapping) return c;
   const MappedProvenance& p = *mapping;
   c.identity.kind = "mapped";

@@ -22,7 +22,7 @@ namespace ember::kv {
 using NamedValues = std::vector<std::pair<std::string, std::string>>;
 
 struct StateIdentity {
-  std::string kind;                // "native" | "mapped" | "perturbed"
+  std::string kind;                // "native" | "mapped" | "foreign" | "perturbed"
   std::string model_identity;      // hex SHA-256 of the model (docs/identity.md)
   std::string architecture;        // llama | qwen2 | qwen3
   std::string weights;             // weight types from the engine fingerprint, e.g. "F32"

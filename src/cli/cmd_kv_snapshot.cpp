@@ -189,7 +189,7 @@ void add_replay(CLI::App& kv) {
     ModelArgs m;
     std::string snapshot, logits_out;
     int n = 16;
-    bool ignore_eos = false, force = false;
+    bool ignore_eos = false, force = false, allow_foreign = false;
     kv::TrustRequirements trust;
   };
   auto o = std::make_shared<Opts>();
@@ -200,24 +200,44 @@ void add_replay(CLI::App& kv) {
   c->add_option("--logits-out", o->logits_out, "write every step's f32 logits [steps][vocab] to FILE");
   c->add_flag("--ignore-eos", o->ignore_eos, "do not stop at end-of-generation tokens");
   c->add_flag("--force", o->force, "replace an existing --logits-out file");
+  c->add_flag("--allow-foreign", o->allow_foreign,
+              "also continue a foreign cache (ember.kv-foreign, e.g. imported from llama.cpp): its K/V are "
+              "another engine's numerics, so the result is not ember's own");
   add_trust_flags(c, o->trust);
   c->callback([o] {
     refuse_output_is_input(o->logits_out, {o->snapshot, o->m.model, o->m.tokenizer});
+    // A foreign directory is read only under --allow-foreign (read_manifest refuses it by name).
+    const bool foreign = o->allow_foreign && kv::state_kind(o->snapshot) == "snapshot-dir" &&
+                         kv::read_state_header(o->snapshot, kv::Accept::any).header.is_foreign();
     // A snapshot directory's manifest is read (strictly) first, so that positions beyond the
     // model's context are refused before a payload is read; the whole state is verified
     // before anything is decoded.
     const std::string cached = "geometry.positions + the resume token";
     const bool dir = kv::state_kind(o->snapshot) == "snapshot-dir";
-    const int64_t head_positions = dir ? kv::read_manifest(o->snapshot).geometry.positions : 0;
+    const int64_t head_positions =
+        !dir ? 0
+        : foreign ? kv::read_state_header(o->snapshot, kv::Accept::foreign).header.manifest.geometry.positions
+                  : kv::read_manifest(o->snapshot).geometry.positions;
     const Loaded l = load(o->m);
     if (dir) check_positions(*l.engine, head_positions + 1, o->snapshot, cached, o->n, "-n");
-    const kv::Snapshot s = kv::load_state(o->snapshot);
+    kv::Snapshot s;
+    if (foreign) {
+      kv::StateDir d = kv::read_state_dir(o->snapshot, {kv::Accept::foreign, false});
+      std::fprintf(stderr, "ember: %s is a foreign cache (engine %s, K %s, V %s): its numerics are not ember's "
+                   "(--allow-foreign); the continuation is ember's engine over another engine's K/V\n",
+                   printable(o->snapshot).c_str(), d.header.foreign->engine.c_str(),
+                   d.header.foreign->cache_type_k.c_str(), d.header.foreign->cache_type_v.c_str());
+      s = kv::Snapshot{std::move(d.header.manifest), std::move(d.cache)};
+    } else {
+      s = kv::load_state(o->snapshot);
+    }
     check_artifact_trust(o->snapshot, s.manifest, o->trust);
     check_positions(*l.engine, int64_t(s.manifest.geometry.positions) + 1, o->snapshot, cached, o->n, "-n");
     kv::ContinueOptions opt;
     opt.steps = o->n;
     opt.keep_logits = !o->logits_out.empty();
     opt.where = o->snapshot;
+    opt.allow_foreign = foreign;
     if (!o->ignore_eos) opt.is_eog = [&](int32_t id) { return l.tokenizer->is_eog(id); };
     const kv::Continuation r = kv::replay(s, *l.engine, l.tokenizer->identity(), opt);
     tok::StreamDecoder dec(*l.tokenizer);

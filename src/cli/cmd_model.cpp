@@ -103,6 +103,11 @@ void register_synth(CLI::App& model) {
   auto* tied = cmd->add_flag("--tied", s.tied, "no output.weight: the LM head is token_embd");
   cmd->add_option("--type", a->type, "f32 | f16 | q8_0 | q4_0 | q4_k | q6_k (matrices)");
   cmd->add_option("--seed", s.seed, "random seed")->required();
+  s.pre_tokenizer = "bloom";  // the command's default: a file llama.cpp loads too
+  cmd->add_option("--pre-tokenizer", s.pre_tokenizer,
+                              "tokenizer.ggml.pre: bloom (llama.cpp loads it) | ember-bytes (before)")
+                  ->check(CLI::IsMember({"bloom", "ember-bytes"}))
+                  ->capture_default_str();
   cmd->add_option("-o,--output", a->out, "output GGUF")->required();
   cmd->add_flag("--force", a->force, "Overwrite the output if it exists");
   cmd->callback([=] {
@@ -124,6 +129,7 @@ void register_synth(CLI::App& model) {
       if (qkn->count()) p.qk_norm = true;
       if (tied->count()) p.tied = true;
       p.seed = spec.seed;
+      p.pre_tokenizer = spec.pre_tokenizer;
       spec = p;
     } else {
       for (auto* o : {arch, layers, hidden, heads, kv, ffn, vocab})

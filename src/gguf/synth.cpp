@@ -235,7 +235,7 @@ GgufWriter synth_model(const SynthSpec& spec_in, std::vector<SynthTensorNote>* f
   w.set_u32("general.file_type", llama_file_type(s.type));
   if (traits(s.type).block_elems > 1) w.set_u32("general.quantization_version", 2);
   w.set_u64("ember.synth.seed", s.seed);
-  write_synth_tokenizer(w, s.vocab);
+  write_synth_tokenizer(w, s.vocab, s.pre_tokenizer);
 
   auto spec = std::make_shared<const SynthSpec>(s);
   for (Planned& t : plan_tensors(s)) {

@@ -29,6 +29,12 @@ struct SynthSpec {
   int64_t rope_original_context = 0;
   TensorType type = TensorType::F32;
   uint64_t seed = 0;
+  // tokenizer.ggml.pre: "bloom" (llama.cpp knows it; for the synthetic vocabulary it gives the
+  // ids "ember-bytes" gives on valid UTF-8; `ember model synth` writes it by default) or
+  // "ember-bytes" (no split, any bytes; llama.cpp refuses the name). The library default stays
+  // "ember-bytes" so that the files tests pin (Synth.PinnedBytesAcrossMachines, the GGUF fuzz
+  // seeds) and every identity derived from them are unchanged.
+  std::string pre_tokenizer = "ember-bytes";
 };
 
 // The real geometries: qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b, qwen3-0.6b (Error otherwise).

@@ -77,10 +77,12 @@ SynthVocab synth_vocab(int64_t vocab_size) {
   return v;
 }
 
-void write_synth_tokenizer(GgufWriter& w, int64_t vocab_size) {
+void write_synth_tokenizer(GgufWriter& w, int64_t vocab_size, const std::string& pre) {
+  if (pre != "bloom" && pre != "ember-bytes")
+    fail_field("synth", "--pre-tokenizer", "bloom or ember-bytes", "'" + pre + "'");
   const SynthVocab v = synth_vocab(vocab_size);
   w.set_string("tokenizer.ggml.model", "gpt2");
-  w.set_string("tokenizer.ggml.pre", "ember-bytes");
+  w.set_string("tokenizer.ggml.pre", pre);
   w.set_string_array("tokenizer.ggml.tokens", v.tokens);
   w.set_i32_array("tokenizer.ggml.token_type", v.token_types);
   w.set_string_array("tokenizer.ggml.merges", v.merges);

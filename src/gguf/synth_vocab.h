@@ -2,7 +2,8 @@
 // The built-in byte-level tokenizer of ember's synthetic models (docs/formats/gguf.md,
 // "ember synthetic models"): ids 0..255 are the 256 bytes in GPT-2's byte-to-unicode
 // spelling, then a few BPE merge results, then <|bos|>, <|eos|>, then <|reserved_N|> control
-// tokens up to the vocabulary size. Stored as tokenizer.ggml.model "gpt2", pre "ember-bytes".
+// tokens up to the vocabulary size. Stored as tokenizer.ggml.model "gpt2", pre "bloom" (or
+// "ember-bytes", the name written before llama.cpp compatibility; docs/formats/gguf.md).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,7 +27,9 @@ struct SynthVocab {
 // vocab_size >= kSynthMinVocab (Error otherwise).
 SynthVocab synth_vocab(int64_t vocab_size);
 
-// Writes the tokenizer.ggml.* keys of synth_vocab(vocab_size).
-void write_synth_tokenizer(GgufWriter& w, int64_t vocab_size);
+// Writes the tokenizer.ggml.* keys of synth_vocab(vocab_size), with tokenizer.ggml.pre = `pre`:
+// "bloom" (what `ember model synth` writes by default: llama.cpp's BLOOM split, which llama.cpp
+// loads) or "ember-bytes" (no split; llama.cpp refuses the name). Error for anything else.
+void write_synth_tokenizer(GgufWriter& w, int64_t vocab_size, const std::string& pre = "ember-bytes");
 
 }  // namespace ember::gguf

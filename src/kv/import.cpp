@@ -6,20 +6,23 @@
 namespace ember::kv {
 
 void check_compatible(const SnapshotManifest& snapshot, const SnapshotManifest& target,
-                      const std::string& where) {
+                      const std::string& where, bool allow_foreign) {
   const auto have = snapshot.target_fields();
   const auto want = target.target_fields();
   EMBER_CHECK(have.size() == want.size());
+  const bool skip_numerics = allow_foreign && snapshot.numerics.contract == kForeignContract;
   for (size_t i = 0; i < have.size(); ++i) {
     EMBER_CHECK(have[i].first == want[i].first);
+    if (skip_numerics && have[i].first.rfind("numerics.", 0) == 0) continue;
     if (have[i].second != want[i].second)
       fail_field(where, have[i].first, want[i].second + " (target)", have[i].second + " (snapshot)");
   }
 }
 
 model::KvCache import_checked(const SnapshotManifest& manifest, const model::KvCache& c,
-                              const SnapshotManifest& target, int extra_capacity, const std::string& where) {
-  check_compatible(manifest, target, where);
+                              const SnapshotManifest& target, int extra_capacity, const std::string& where,
+                              bool allow_foreign) {
+  check_compatible(manifest, target, where, allow_foreign);
   check_cache_payloads(manifest, c, where);
   if (extra_capacity < 0 || extra_capacity > kMaxPositions)
     fail_field(where, "extra capacity", "0.." + std::to_string(kMaxPositions), std::to_string(extra_capacity));

@@ -20,16 +20,20 @@ namespace ember::kv {
 // (prefix, resume and payload are left empty). Lives in target.cpp.
 SnapshotManifest describe_target(const model::Engine& engine, const std::string& tokenizer_identity);
 
-// Throws on the first field of target_fields() that differs.
+// Throws on the first field of target_fields() that differs. With allow_foreign and a
+// foreign manifest (numerics.contract kForeignContract: a cache another engine computed,
+// kv/snapshot.h), numerics.contract and numerics.engine_fingerprint are not compared (they
+// name the other engine and can never match); every other field still is. It changes nothing
+// for a native or mapped manifest. Only `kv replay --allow-foreign` sets it.
 void check_compatible(const SnapshotManifest& snapshot, const SnapshotManifest& target,
-                      const std::string& where);
+                      const std::string& where, bool allow_foreign = false);
 
 // check_compatible + check_cache_payloads (hashes, then finiteness), then a copy of the cache
 // with room for `extra_capacity` more positions (cursor at P). The source is left untouched.
 // `manifest` is a native manifest or a mapped cache's (its provenance plays no part here).
 model::KvCache import_checked(const SnapshotManifest& manifest, const model::KvCache& cache,
                               const SnapshotManifest& target, int extra_capacity,
-                              const std::string& where);
+                              const std::string& where, bool allow_foreign = false);
 inline model::KvCache import_checked(const Snapshot& s, const SnapshotManifest& target,
                                      int extra_capacity, const std::string& where) {
   return import_checked(s.manifest, s.cache, target, extra_capacity, where);
@@ -38,6 +42,6 @@ inline model::KvCache import_checked(const Snapshot& s, const SnapshotManifest& 
 // The strict import against a live engine (describe_target + import_checked).
 model::KvCache import_for_model(const Snapshot& s, const model::Engine& engine,
                                 const std::string& tokenizer_identity, int extra_capacity,
-                                const std::string& where = "snapshot import");
+                                const std::string& where = "snapshot import", bool allow_foreign = false);
 
 }  // namespace ember::kv

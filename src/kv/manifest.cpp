@@ -251,6 +251,35 @@ MappedProvenance read_provenance(StrictObject o) {
   return p;
 }
 
+// The "foreign" object, strictly; ForeignProvenance::validate() checks the values.
+ForeignProvenance read_foreign(StrictObject o) {
+  ForeignProvenance p;
+  p.engine = o.string("engine", 32);
+  p.format = o.string("format", 32);
+  p.format_version = int(o.integer("format_version", 0, INT32_MAX));
+  p.cache_type_k = o.string("cache_type_k", 16);
+  p.cache_type_v = o.string("cache_type_v", 16);
+  p.v_layout = o.string("v_layout", 16);
+  p.k_rotation = o.string("k_rotation", 32);
+  p.v_rotation = o.string("v_rotation", 32);
+  p.conversion = o.string("conversion", 32);
+  p.resume_source = o.string("resume_source", 32);
+  p.source_sha256 = o.string("source_sha256", 128);
+  p.source_bytes = o.unsigned_integer("source_bytes", UINT64_MAX);
+  o.done();
+  return p;
+}
+
+// Only a foreign manifest may name the foreign contract, and it must.
+void check_contract_kind(const SnapshotManifest& m, bool foreign, const std::string& where) {
+  if (foreign && m.numerics.contract != kForeignContract)
+    fail_field(where, "numerics.contract", std::string(kForeignContract) + " (a foreign cache)",
+               quote(m.numerics.contract));
+  if (!foreign && m.numerics.contract == kForeignContract)
+    fail_field(where, "numerics.contract", "an ember numerics contract (only ember.kv-foreign names 'foreign')",
+               quote(m.numerics.contract));
+}
+
 }  // namespace
 
 SnapshotManifest SnapshotManifest::from_json(const std::string& text, const std::string& where) {
@@ -269,11 +298,13 @@ StateManifest parse_state_manifest(const std::string& text, const std::string& w
   StrictObject top(doc, "", where);
   // format and version first: an unknown version is named as such, not as a missing key.
   const std::string format = top.string("format", 64);
-  if (format != kSnapshotFormat && format != kMappedFormat)
-    fail_field(where, "format", std::string(kSnapshotFormat) + " (or " + kMappedFormat + ")", quote(format));
+  if (format != kSnapshotFormat && format != kMappedFormat && format != kForeignFormat)
+    fail_field(where, "format",
+               std::string(kSnapshotFormat) + " (or " + kMappedFormat + ", " + kForeignFormat + ")", quote(format));
   StateManifest s;
   s.manifest = read_fields(doc, top, where);
   if (format == kMappedFormat) s.mapping = read_provenance(top.object("mapping"));
+  if (format == kForeignFormat) s.foreign = read_foreign(top.object("foreign"));
   const std::string seal = top.string(kSealKey, 128);
   if (doc.contains(kSignatureKey)) {
     top.object(kSignatureKey);  // marks it read, and refuses a non-object by name
@@ -282,6 +313,8 @@ StateManifest parse_state_manifest(const std::string& text, const std::string& w
   top.done();  // a native manifest with a "mapping" key is refused here
   s.manifest.validate(where);
   if (s.mapping) s.mapping->validate(s.manifest, where);
+  if (s.foreign) s.foreign->validate(where);
+  check_contract_kind(s.manifest, s.is_foreign(), where);
   // Last, so that an edit breaking a rule is named by that rule: any other edit (a resume
   // token, payload entries swapped with their hashes, a mapped cache relabelled native) still
   // changes the document the seal was computed over.
@@ -296,6 +329,14 @@ StateManifest parse_state_manifest(const std::string& text, const std::string& w
 }
 
 void require_kind(const StateManifest& s, Accept accept, const std::string& where) {
+  if (s.is_foreign() && accept != Accept::foreign && accept != Accept::any)
+    fail_field(where, "format",
+               std::string(accept == Accept::mapped ? kMappedFormat : kSnapshotFormat) +
+                   (accept == Accept::mapped ? " (a mapped cache)" : " (a native snapshot)"),
+               quote(kForeignFormat) + " (a foreign cache, engine " + s.foreign->engine +
+                   ": its numerics are not ember's; kv compare reads it, kv replay only with --allow-foreign)");
+  if (accept == Accept::foreign && !s.is_foreign())
+    fail_field(where, "format", std::string(kForeignFormat) + " (a foreign cache)", quote(s.format()));
   if (accept == Accept::native && s.mapped())
     fail_field(where, "format", std::string(kSnapshotFormat) + " (a native snapshot)",
                quote(kMappedFormat) + " (a mapped cache: ember map replay and kv compare read it)");
@@ -307,11 +348,17 @@ void require_kind(const StateManifest& s, Accept accept, const std::string& wher
 namespace {
 
 // The document of either kind without seal and signature: what the seal is computed over.
-ordered_json state_object(const SnapshotManifest& m, const MappedProvenance* mapping) {
+ordered_json state_object(const SnapshotManifest& m, const MappedProvenance* mapping,
+                          const ForeignProvenance* foreign) {
+  EMBER_CHECK(!(mapping && foreign));
   ordered_json j = m.to_object();
   if (mapping) {
     j["format"] = kMappedFormat;
     j["mapping"] = mapping->to_json();
+  }
+  if (foreign) {
+    j["format"] = kForeignFormat;
+    j["foreign"] = foreign->to_json();
   }
   return j;
 }
@@ -319,10 +366,12 @@ ordered_json state_object(const SnapshotManifest& m, const MappedProvenance* map
 }  // namespace
 
 std::string state_manifest_json(const SnapshotManifest& m, const MappedProvenance* mapping,
-                                const std::string& where) {
+                                const std::string& where, const ForeignProvenance* foreign) {
   m.validate(where);
   if (mapping) mapping->validate(m, where);
-  ordered_json j = state_object(m, mapping);
+  if (foreign) foreign->validate(where);
+  check_contract_kind(m, foreign != nullptr, where);
+  ordered_json j = state_object(m, mapping, foreign);
   const std::string seal = manifest_seal(nlohmann::json(j));
   j[kSealKey] = seal;
   if (m.signature) {
@@ -335,13 +384,54 @@ std::string state_manifest_json(const SnapshotManifest& m, const MappedProvenanc
   return pretty_json(j);
 }
 
-std::string state_seal(const SnapshotManifest& m, const MappedProvenance* mapping) {
-  return manifest_seal(nlohmann::json(state_object(m, mapping)));
+std::string state_seal(const SnapshotManifest& m, const MappedProvenance* mapping,
+                       const ForeignProvenance* foreign) {
+  return manifest_seal(nlohmann::json(state_object(m, mapping, foreign)));
 }
 
-void sign_manifest(SnapshotManifest& m, const MappedProvenance* mapping, const std::string& private_key_pem) {
-  m.signature = ed25519_sign(private_key_pem, seal_signing_message(state_seal(m, mapping)));
-  m.seal = state_seal(m, mapping);
+void sign_manifest(SnapshotManifest& m, const MappedProvenance* mapping, const std::string& private_key_pem,
+                   const ForeignProvenance* foreign) {
+  m.signature = ed25519_sign(private_key_pem, seal_signing_message(state_seal(m, mapping, foreign)));
+  m.seal = state_seal(m, mapping, foreign);
+}
+
+ordered_json ForeignProvenance::to_json() const {
+  return {{"engine", engine},
+          {"format", format},
+          {"format_version", format_version},
+          {"cache_type_k", cache_type_k},
+          {"cache_type_v", cache_type_v},
+          {"v_layout", v_layout},
+          {"k_rotation", k_rotation},
+          {"v_rotation", v_rotation},
+          {"conversion", conversion},
+          {"resume_source", resume_source},
+          {"source_sha256", source_sha256},
+          {"source_bytes", source_bytes}};
+}
+
+void ForeignProvenance::validate(const std::string& where) const {
+  require_one_of(where, "foreign.engine", engine, {"llama.cpp"});
+  require_one_of(where, "foreign.format", format, {"ggsq"});
+  require_range(where, "foreign.format_version", format_version, 3, 3);
+  for (const auto& [field, v] : {std::pair<const char*, const std::string*>{"foreign.cache_type_k", &cache_type_k},
+                                 {"foreign.cache_type_v", &cache_type_v}})
+    require_one_of(where, field, *v, {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"});
+  require_one_of(where, "foreign.v_layout", v_layout, {"transposed", "rows"});
+  for (const auto& [field, v] : {std::pair<const char*, const std::string*>{"foreign.k_rotation", &k_rotation},
+                                 {"foreign.v_rotation", &v_rotation}})
+    require_one_of(where, field, *v,
+                   {"none", "hadamard-64", "hadamard-128", "hadamard-256", "hadamard-512", "hadamard-1024",
+                    "hadamard-2048", "hadamard-4096"});
+  require_one_of(where, "foreign.conversion", conversion, {"exact", "rounded-to-f16"});
+  if ((cache_type_k == "f16" && cache_type_v == "f16") != (conversion == "exact"))
+    fail_field(where, "foreign.conversion",
+               std::string(cache_type_k == "f16" && cache_type_v == "f16" ? "exact" : "rounded-to-f16") +
+                   " (cache types " + cache_type_k + "/" + cache_type_v + ")",
+               quote(conversion));
+  require_one_of(where, "foreign.resume_source", resume_source, {"argument", "ember-last-prompt-token"});
+  require_hex64(where, "foreign.source_sha256", source_sha256);
+  if (source_bytes == 0) fail_field(where, "foreign.source_bytes", "> 0", "0");
 }
 
 ordered_json MappedProvenance::to_json() const {

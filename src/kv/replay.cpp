@@ -75,7 +75,8 @@ Continuation replay(const Snapshot& snapshot, model::Engine& engine,
                    " cached positions + steps = the position limit " + std::to_string(limit) + ")",
                std::to_string(options.steps));
   // The cache holds P positions and grows as the continuation fills it.
-  model::KvCache cache = import_for_model(snapshot, engine, tokenizer_identity, 0, options.where);
+  model::KvCache cache =
+      import_for_model(snapshot, engine, tokenizer_identity, 0, options.where, options.allow_foreign);
   const int32_t resume = snapshot.manifest.resume.token;
   EMBER_CHECK(cache.n_pos == snapshot.manifest.resume.position);
   return run_loop(engine, cache, std::span<const int32_t>(&resume, 1), options);

@@ -41,6 +41,9 @@ struct ContinueOptions {
   std::function<bool(int32_t)> is_eog;   // null: never stop early
   bool keep_logits = false;
   std::string where = "snapshot import";  // names the snapshot in import errors
+  // A foreign cache (another engine's numerics, kv/snapshot.h) may be continued: the import
+  // then skips only the numerics fields (check_compatible). `kv replay --allow-foreign`.
+  bool allow_foreign = false;
 };
 
 // Strict import (import.h) against `engine`, then: evaluate the resume token at position P,

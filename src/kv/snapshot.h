@@ -202,27 +202,65 @@ struct MappedProvenance {
   void validate(const SnapshotManifest& m, const std::string& where) const;
 };
 
-// What a manifest.json holds, for either kind. `manifest.format` is kSnapshotFormat in memory
-// for both (the kind is `mapping`'s presence), so every native rule and target_fields() apply
-// unchanged to a mapped cache.
+// ---- The foreign extension (ember.kv-foreign.v1) ------------------------------------------
+// A cache another engine computed (today: llama.cpp's `ggsq` sequence state, kv/llamacpp_state.h),
+// imported for the same GGUF: the same three files with "format": "ember.kv-foreign" and one
+// more top-level object, "foreign" (last). Its numerics are not ember's: numerics.contract is
+// kForeignContract, so no strict import (kv/import.h) ever matches it, `kv replay` refuses it
+// unless --allow-foreign, and `kv compare` says which side is foreign (docs/compare.md).
+inline constexpr const char* kForeignFormat = "ember.kv-foreign";
+inline constexpr const char* kForeignContract = "foreign";
+
+struct ForeignProvenance {
+  std::string engine;          // "llama.cpp"
+  std::string format;          // "ggsq" (llama_state_seq_save_file)
+  int format_version = 0;      // 3
+  std::string cache_type_k;    // ggml name: f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|iq4_nl
+  std::string cache_type_v;
+  std::string v_layout;        // transposed (llama.cpp without flash attention) | rows
+  // none | hadamard-N: llama.cpp stored quantized K (V) rotated by an orthonormal Walsh-
+  // Hadamard matrix per N elements of each head; the import undid it (kv/llamacpp_state.h)
+  std::string k_rotation = "none";
+  std::string v_rotation = "none";
+  // exact: f16 bits as the file held them; rounded-to-f16: ggml's dequantization to f32, then
+  // f32 -> f16 round-to-nearest-even (ember caches hold f16)
+  std::string conversion;
+  // argument (--resume-token) | ember-last-prompt-token (argmax of ember's logits for the
+  // last prompt token evaluated over the imported cache of the positions before it)
+  std::string resume_source;
+  std::string source_sha256;   // hex SHA-256 of the imported file's bytes
+  uint64_t source_bytes = 0;
+
+  nlohmann::ordered_json to_json() const;  // fixed key order (the order above)
+  void validate(const std::string& where) const;
+};
+
+// What a manifest.json holds, for any kind. `manifest.format` is kSnapshotFormat in memory
+// for all (the kind is `mapping`'s or `foreign`'s presence), so every native rule and
+// target_fields() apply unchanged to a mapped or foreign cache.
 struct StateManifest {
   SnapshotManifest manifest;
   std::optional<MappedProvenance> mapping;  // present iff the file says "ember.kv-mapped"
+  std::optional<ForeignProvenance> foreign;  // present iff the file says "ember.kv-foreign"
   bool mapped() const { return mapping.has_value(); }
-  const char* format() const { return mapped() ? kMappedFormat : kSnapshotFormat; }
+  bool is_foreign() const { return foreign.has_value(); }
+  const char* format() const { return mapped() ? kMappedFormat : is_foreign() ? kForeignFormat : kSnapshotFormat; }
 };
 
 // The canonical manifest text of either kind: SnapshotManifest::to_json() for a native one
 // (byte-identical), the same document with "format": "ember.kv-mapped" and "mapping" appended
 // for a mapped one. Validates both first (Error naming `where`).
 std::string state_manifest_json(const SnapshotManifest& m, const MappedProvenance* mapping,
-                                const std::string& where);
+                                const std::string& where, const ForeignProvenance* foreign = nullptr);
 // The seal of a manifest of either kind (kv/seal.h: SHA-256 of the canonical document without
 // seal and signature). It covers every field, the provenance and the payload hashes.
-std::string state_seal(const SnapshotManifest& m, const MappedProvenance* mapping);
+// (A foreign cache: `foreign` instead of `mapping`; at most one of the two.)
+std::string state_seal(const SnapshotManifest& m, const MappedProvenance* mapping,
+                       const ForeignProvenance* foreign = nullptr);
 // Signs the seal with the Ed25519 private key in `private_key_pem` and stores the signature in
 // m (the manifest must be complete: sealed over its cache, provenance final).
-void sign_manifest(SnapshotManifest& m, const MappedProvenance* mapping, const std::string& private_key_pem);
+void sign_manifest(SnapshotManifest& m, const MappedProvenance* mapping, const std::string& private_key_pem,
+                   const ForeignProvenance* foreign = nullptr);
 // The strict parse of either kind: every SnapshotManifest::from_json rule, plus for
 // "ember.kv-mapped" a "mapping" object read as strictly (unknown, missing, duplicated and
 // mistyped keys refused) and MappedProvenance::validate. A native manifest with a "mapping"
@@ -232,7 +270,8 @@ StateManifest parse_state_manifest(const std::string& text, const std::string& w
 // Which kinds an entry point accepts. The reader parses every manifest fully first, then
 // refuses the other kind by name: a native-only entry point never loads a mapped cache as
 // native, and a mapped-only one never takes a native snapshot for a mapping's output.
-enum class Accept { native, mapped, any };
+// A foreign cache is accepted only where Accept::foreign or Accept::any is asked.
+enum class Accept { native, mapped, foreign, any };
 void require_kind(const StateManifest& s, Accept accept, const std::string& where);
 
 // ---- The one payload serializer ------------------------------------------------------------
@@ -329,7 +368,8 @@ StateDir read_state_header(const std::string& dir, Accept accept);
 // PayloadCheck and the write is abandoned, leaving nothing, if its hash differs from the seal
 // or a value is non-finite. manifest.json (state_manifest_json, canonical) is written last.
 void write_state_dir(const SnapshotManifest& m, const MappedProvenance* mapping,
-                     const model::KvCache& cache, const std::string& dir, bool force);
+                     const model::KvCache& cache, const std::string& dir, bool force,
+                     const ForeignProvenance* foreign = nullptr);
 
 // ---- Native entry points (Accept::native over the above) ------------------------------------
 // write_state_dir without provenance. Refuses a cache that differs from its seal.

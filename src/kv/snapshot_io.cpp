@@ -280,9 +280,9 @@ StateDir read_state_dir(const std::string& dir, const ReadOptions& options) {
 }
 
 void write_state_dir(const SnapshotManifest& m, const MappedProvenance* mapping, const model::KvCache& cache,
-                     const std::string& dir, bool force) {
+                     const std::string& dir, bool force, const ForeignProvenance* foreign) {
   check_cache_shape(m.geometry, cache, dir, /*positions=*/true);
-  const std::string text = state_manifest_json(m, mapping, dir + " (manifest to write)");
+  const std::string text = state_manifest_json(m, mapping, dir + " (manifest to write)", foreign);
   AtomicDirectory out(dir, force);
   for (Payload p : {Payload::keys, Payload::values}) {
     auto f = out.create(payload_file(p));

@@ -72,6 +72,7 @@ BpeTokenizer::BpeTokenizer(const TokenizerSpec& s)
     case PreKind::LlamaBpe: split_ = std::make_unique<SplitRegex>(split_pattern_llama_bpe()); break;
     case PreKind::Qwen2: split_ = std::make_unique<SplitRegex>(split_pattern_qwen2()); break;
     case PreKind::EmberBytes: break;
+    case PreKind::Bloom: split_ = std::make_unique<SplitRegex>(split_pattern_bloom()); break;
   }
   const ByteLevelMap& bl = ByteLevelMap::get();
   const size_t n = tokens_.size();

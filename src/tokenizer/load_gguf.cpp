@@ -154,8 +154,10 @@ TokenizerSpec spec_from_gguf_metadata(const std::vector<std::pair<std::string, V
       spec.pre = PreKind::Gpt2;
     } else if (pre == "ember-bytes") {
       spec.pre = PreKind::EmberBytes;
+    } else if (pre == "bloom") {
+      spec.pre = PreKind::Bloom;
     } else {
-      m.bad("tokenizer.ggml.pre", "llama-bpe, qwen2, gpt2/default or ember-bytes", "\"" + pre + "\"");
+      m.bad("tokenizer.ggml.pre", "llama-bpe, qwen2, gpt2/default, bloom or ember-bytes", "\"" + pre + "\"");
     }
     const auto* merges = m.array("tokenizer.ggml.merges", ValueType::STRING, spec.pre != PreKind::EmberBytes);
     if (merges) {

@@ -14,6 +14,10 @@ namespace ember::tok {
 const char* split_pattern_gpt2();
 const char* split_pattern_llama_bpe();
 const char* split_pattern_qwen2();
+// llama.cpp's LLAMA_VOCAB_PRE_TYPE_BLOOM (also gpt3-finnish, poro-chat): an optional space and
+// a run of anything but whitespace and the listed punctuation ("(", "|", ")" included, as the
+// character class in llama-vocab.cpp reads).
+const char* split_pattern_bloom();
 
 // A compiled split regex. split() is const and thread-safe.
 class SplitRegex {

@@ -18,10 +18,10 @@ namespace ember::tok {
 
 enum class ModelKind { Bpe, Spm };
 // Pre-tokenizer split of a byte-level BPE tokenizer (docs/tokenizer.md lists the regexes).
-enum class PreKind { Gpt2, LlamaBpe, Qwen2, EmberBytes };
+enum class PreKind { Gpt2, LlamaBpe, Qwen2, EmberBytes, Bloom };
 enum class NormalizerKind { None, Nfc };
 
-const char* pre_kind_name(PreKind k);  // "gpt2", "llama-bpe", "qwen2", "ember-bytes"
+const char* pre_kind_name(PreKind k);  // "gpt2", "llama-bpe", "qwen2", "ember-bytes", "bloom"
 
 struct TokenizerSpec {
   std::string source;  // file name for error messages

@@ -33,6 +33,7 @@ const char* pre_kind_name(PreKind k) {
     case PreKind::LlamaBpe: return "llama-bpe";
     case PreKind::Qwen2: return "qwen2";
     case PreKind::EmberBytes: return "ember-bytes";
+    case PreKind::Bloom: return "bloom";
   }
   return "?";
 }

@@ -84,7 +84,7 @@ TEST(ModelCli, SynthThenInspect) {
   EXPECT_EQ(j["geometry"]["head_dim"], 32);
   EXPECT_EQ(j["qk_norm"], true);
   EXPECT_EQ(j["tokenizer"]["model"], "gpt2");
-  EXPECT_EQ(j["tokenizer"]["pre"], "ember-bytes");
+  EXPECT_EQ(j["tokenizer"]["pre"], "bloom");  // llama.cpp knows it (docs/formats/gguf.md)
   EXPECT_EQ(j["tokenizer"]["size"], 300);
   EXPECT_EQ(j["file_type"], 7);
   // Same flags, same bytes; an existing output needs --force.
@@ -138,7 +138,7 @@ TEST(ModelCli, SynthTokenizerLoadsInEmberTokenize) {
         "--vocab 400 --seed 9 -o " + out);
   const auto j = nlohmann::json::parse(ember("tokenize --model " + out + " --json --prompt "
                                              "'hello the world'"));
-  EXPECT_EQ(j["tokenizer"]["kind"], "bpe:ember-bytes");
+  EXPECT_EQ(j["tokenizer"]["kind"], "bpe:bloom");
   const GgufFile f = GgufFile::open(out);
   const auto tokens = f.get_string_array("tokenizer.ggml.tokens");
   std::vector<std::string> pieces;

@@ -125,7 +125,7 @@ TEST(TokenizerEmberBytes, RoundTripsAnyBytes) {
 TEST(TokenizerEmberBytes, SynthWriterRoundTrips) {
   for (int64_t vocab : {258, 300, 1024}) {
     gguf::GgufWriter w;
-    gguf::write_synth_tokenizer(w, vocab);
+    gguf::write_synth_tokenizer(w, vocab, "ember-bytes");
     const auto t = tok::Tokenizer::from_gguf(to_gguf_file(w.metadata(), "synth.gguf"));
     EXPECT_EQ(t->kind(), "bpe:ember-bytes");
     EXPECT_EQ(t->n_vocab(), vocab);
@@ -172,6 +172,34 @@ TEST(TokenizerGguf, ClearErrors) {
   set("tokenizer.ggml.token_type", gguf::Value::of_array(gguf::ValueType::INT32, {gguf::Value::of_i32(1)}));
   EXPECT_THROW(tok::Tokenizer::from_gguf_metadata(md, "m.gguf"), Error);
   EXPECT_THROW(tok::Tokenizer::from_gguf_metadata({}, "m.gguf"), Error);
+}
+
+// `ember model synth` writes pre "bloom" (llama.cpp's LLAMA_VOCAB_PRE_TYPE_BLOOM split) so that
+// llama.cpp loads the file; for the synthetic vocabulary (every merge inside a run of letters,
+// or a space followed by a letter, which the BLOOM split never separates) it gives exactly the
+// ids of "ember-bytes" (no split) on valid UTF-8 text.
+TEST(TokenizerEmberBytes, BloomSplitGivesTheSameIdsOnTheSynthVocabulary) {
+  for (int64_t vocab : {258, 300, 1024}) {
+    gguf::GgufWriter wb, we;
+    gguf::write_synth_tokenizer(wb, vocab, "bloom");
+    gguf::write_synth_tokenizer(we, vocab, "ember-bytes");
+    const auto bloom = tok::Tokenizer::from_gguf(to_gguf_file(wb.metadata(), "b.gguf"));
+    const auto bytes = tok::Tokenizer::from_gguf(to_gguf_file(we.metadata(), "e.gguf"));
+    EXPECT_EQ(bloom->kind(), "bpe:bloom");
+    EXPECT_NE(bloom->identity(), bytes->identity());
+    const char* alphabet[] = {"a", "b", "d", "e", "h", "i", "n", "o", "r", "s", "t", "u", "w", "T", " ", " ",
+                              "  ", "\n", "\t", ".", ",", "!", "?", "'", "'re", "(", ")", "|", "1", "-",
+                              "\xe2\x80\xa6", "\xe3\x80\x82", "\xc3\xa9", "\xd8\x8c", "<|eos|>"};
+    std::mt19937 rng(static_cast<uint32_t>(vocab));
+    for (int n = 0; n < 300; ++n) {
+      std::string s;
+      for (int k = int(rng() % 40); k > 0; --k) s += alphabet[rng() % std::size(alphabet)];
+      for (bool special : {false, true})
+        ASSERT_EQ(bloom->encode(s, true, special), bytes->encode(s, true, special)) << s;
+    }
+    for (const char* s : {"the weather there", "'red and 'there", "in the  end\n\nthe ou", "x  the"})
+      EXPECT_EQ(bloom->encode(s, true), bytes->encode(s, true)) << s;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,88 @@
+#include "kv/llamacpp_import.h"
+
+#include "kv/import.h"
+#include "model/generate.h"
+#include "util/error.h"
+#include "util/sha256.h"
+
+namespace ember::kv {
+
+ForeignState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engine,
+                             const std::string& tokenizer_identity,
+                             const LlamaCppImportOptions& options, const std::string& where) {
+  const model::ModelConfig& cfg = engine.config();
+  const LlamaCppTarget t{cfg.n_layers, cfg.n_kv_heads,
+                         cfg.head_dim, std::min(cfg.n_ctx, kMaxPositions),
+                         cfg.n_vocab,  options.attn_rot};
+  LlamaCppState st = parse_llamacpp_state(bytes, t, where);
+  const int P = st.cache.n_pos;
+
+  ForeignState s;
+  s.foreign.engine = kForeignEngineLlamaCpp;
+  s.foreign.format = "ggsq";
+  s.foreign.format_version = int(kGgsqVersion);
+  s.foreign.cache_type_k = ggml_kv_type_name(st.type_k);
+  s.foreign.cache_type_v = ggml_kv_type_name(st.type_v);
+  s.foreign.v_layout = st.v_trans ? "transposed" : "rows";
+  s.foreign.k_rotation = st.rot_k ? "hadamard-" + std::to_string(st.rot_k) : "none";
+  s.foreign.v_rotation = st.rot_v ? "hadamard-" + std::to_string(st.rot_v) : "none";
+  s.foreign.conversion = st.exact() ? "exact" : "rounded-to-f16";
+  s.foreign.source_sha256 = sha256_hex(bytes.data(), bytes.size());
+  s.foreign.source_bytes = bytes.size();
+
+  s.manifest = describe_target(engine, tokenizer_identity);
+  s.manifest.producer = options.producer;
+  s.manifest.numerics.contract = kForeignContract;
+  const std::string fp = engine.fingerprint();
+  const size_t w = fp.find("weights=");
+  const std::string weights = w == std::string::npos ? "" : fp.substr(w, fp.find(';', w) - w) + ";";
+  s.manifest.numerics.engine_fingerprint =
+      "llama.cpp;ggsq-v3;" + weights + "k=" + s.foreign.cache_type_k +
+      ";v=" + s.foreign.cache_type_v + ";v_layout=" + s.foreign.v_layout;
+  s.manifest.prefix.tokens = st.tokens;
+
+  int32_t resume = 0;
+  if (options.resume_token) {
+    resume = *options.resume_token;
+    if (resume < 0 || resume >= cfg.n_vocab)
+      fail_field(where, "resume token", "an id in [0, " + std::to_string(cfg.n_vocab) + ")",
+                 std::to_string(resume));
+    s.foreign.resume_source = "argument";
+  } else {
+    // The llama.cpp cache of [0, P-1), then ember evaluates the last prompt token over it.
+    model::KvCache work = engine.new_cache(P);
+    work.copy_prefix(st.cache, P - 1);
+    work.n_pos = P - 1;
+    const int32_t last = st.tokens.back();
+    const std::vector<float> logits = engine.forward(work, std::span<const int32_t>(&last, 1));
+    resume = model::argmax(logits.data(), cfg.n_vocab);
+    s.foreign.resume_source = "ember-last-prompt-token";
+  }
+  s.manifest.resume.token = resume;
+  s.manifest.resume.position = P;
+  s.manifest.past_context = false;
+  s.cache = std::move(st.cache);
+  seal_manifest(s.manifest, s.cache, where);
+  s.manifest.seal = state_seal(s.manifest, nullptr, &s.foreign);
+  return s;
+}
+
+void write_foreign_state(const ForeignState& s, const std::string& dir, bool force) {
+  write_state_dir(s.manifest, nullptr, s.cache, dir, force, &s.foreign);
+}
+
+ForeignState read_foreign_state(const std::string& dir) {
+  StateDir d = read_state_dir(dir, {Accept::foreign, false});
+  return {std::move(d.header.manifest), std::move(*d.header.foreign), std::move(d.cache)};
+}
+
+std::vector<uint8_t> export_llamacpp(const SnapshotManifest& m, const model::KvCache& cache,
+                                     bool v_trans) {
+  check_cache_payloads(m, cache, "export-llamacpp");
+  std::vector<uint8_t> out;
+  BufferSink sink(out);
+  write_llamacpp_state(cache, m.prefix.tokens, v_trans, sink);
+  return out;
+}
+
+}  // namespace ember::kv

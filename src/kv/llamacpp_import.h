@@ -1,0 +1,53 @@
+#pragma once
+// llama.cpp caches as ember artifacts, both ways (docs/formats/llamacpp-state.md):
+//   import: a `ggsq` v3 file checked against a GGUF model (kv/llamacpp_state.h), then an
+//           ember.kv-foreign.v1 directory (kv/snapshot.h: ForeignProvenance), written by the
+//           one directory writer and sealed like every other kind;
+//   export: a native snapshot's f16 K/V as a `ggsq` v3 file llama.cpp restores for the same GGUF.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "kv/llamacpp_state.h"
+#include "kv/snapshot.h"
+#include "model/engine.h"
+
+namespace ember::kv {
+
+inline constexpr const char* kForeignEngineLlamaCpp = "llama.cpp";
+
+struct ForeignState {
+  SnapshotManifest manifest;  // the target's coordinates; numerics.contract kForeignContract
+  ForeignProvenance foreign;
+  model::KvCache cache;  // capacity == n_pos == P
+};
+
+struct LlamaCppImportOptions {
+  // The token at position P (the state file does not hold it). Unset: ember's argmax of the
+  // logits of the last prompt token, evaluated over the imported cache of [0, P-1) (its K/V
+  // at P-1 are discarded; the imported ones are kept).
+  std::optional<int32_t> resume_token;
+  // Undo llama.cpp's Hadamard rotation of quantized K/V (LlamaCppTarget::attn_rot).
+  bool attn_rot = true;
+  std::string producer = "ember 0.1.0";
+};
+
+// Parses `bytes` (the file named `where`) against the engine's model, and builds the sealed
+// foreign state: the engine's target coordinates (describe_target) with the file's tokens,
+// numerics {kForeignContract, "llama.cpp;ggsq-v3;weights=...;k=...;v=...;v_layout=..."},
+// and the provenance (cache types, V layout, conversion, source SHA-256 and size).
+ForeignState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engine,
+                             const std::string& tokenizer_identity,
+                             const LlamaCppImportOptions& options, const std::string& where);
+
+// write_state_dir with the foreign provenance (atomic; refuses an existing DIR unless force).
+void write_foreign_state(const ForeignState& s, const std::string& dir, bool force);
+// read_state_dir(dir, {Accept::foreign}): every check of the reader; other kinds refused by name.
+ForeignState read_foreign_state(const std::string& dir);
+
+// The `ggsq` bytes of a state's f16 cache (write_llamacpp_state) for its prefix tokens.
+std::vector<uint8_t> export_llamacpp(const SnapshotManifest& m, const model::KvCache& cache,
+                                     bool v_trans);
+
+}  // namespace ember::kv

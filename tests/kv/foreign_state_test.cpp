@@ -1,0 +1,155 @@
+// The ember.kv-foreign.v1 kind: sealed and read like the others, never accepted where a native
+// (or mapped) state is asked, replayable only with --allow-foreign; and the CLI round trip
+// export-llamacpp -> import-llamacpp, whose bytes for stories260K p1 are llama.cpp's own.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "kv/import.h"
+#include "kv/kv_test_util.h"
+#include "kv/llamacpp_import.h"
+#include "kv/mapped_state.h"
+#include "model/engine.h"
+#include "support/test_support.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace ember::kv {
+namespace {
+
+const char* kP1 = "models/llamacpp-state/stories260K.p1.f16.fa0.seq";
+
+struct Loaded {
+  std::shared_ptr<const model::Model> model;
+  std::unique_ptr<tok::Tokenizer> tok;
+  std::unique_ptr<model::Engine> engine;
+};
+
+Loaded load_stories() {
+  Loaded l;
+  l.model = model::Model::load(test::shared_path("models/stories260K.gguf"));
+  l.tok = tok::Tokenizer::from_gguf(l.model->file());
+  l.engine = std::make_unique<model::Engine>(l.model, model::EngineOptions{1});
+  return l;
+}
+
+ForeignState import_p1(Loaded& l) {
+  const auto f = MappedFile::open(test::shared_path(kP1));
+  return import_llamacpp({f->data(), f->size()}, *l.engine, l.tok->identity(), {}, "p1.seq");
+}
+
+TEST(ForeignState, SealedWrittenReadAndRefusedWhereNativeIsAsked) {
+  Loaded l = load_stories();
+  const ForeignState s = import_p1(l);
+  const std::string dir = test::temp_dir("foreign") + "/p1";
+  write_foreign_state(s, dir, false);
+  const ForeignState back = read_foreign_state(dir);
+  EXPECT_EQ(back.cache.k, s.cache.k);
+  EXPECT_EQ(back.cache.v, s.cache.v);
+  EXPECT_EQ(back.foreign.source_sha256, s.foreign.source_sha256);
+  EXPECT_EQ(back.manifest.seal, s.manifest.seal);
+  const std::string manifest = test::slurp(dir + "/manifest.json");
+  EXPECT_NE(manifest.find("\"format\": \"ember.kv-foreign\""), std::string::npos);
+  EXPECT_NE(manifest.find("\"engine\": \"llama.cpp\""), std::string::npos);
+
+  const std::string native = test::error_of([&] { read_snapshot(dir); });
+  EXPECT_NE(native.find("format: expected ember.kv-snapshot"), std::string::npos) << native;
+  EXPECT_NE(native.find("--allow-foreign"), std::string::npos) << native;
+  EXPECT_NE(test::error_of([&] { read_mapped_state(dir); }).find("format"), std::string::npos);
+  EXPECT_NO_THROW(read_state_dir(dir, {Accept::any, false}));
+  const Snapshot native_snap = test::make_snapshot(1, 1, 2, 1);
+  const std::string ndir = test::temp_dir("foreign") + "/native";
+  write_snapshot(native_snap, ndir, false);
+  EXPECT_NE(test::error_of([&] { read_foreign_state(ndir); }).find("expected ember.kv-foreign"), std::string::npos);
+
+  // The strict import refuses it (numerics); --allow-foreign skips only the numerics fields.
+  const SnapshotManifest target = describe_target(*l.engine, l.tok->identity());
+  const std::string strict = test::error_of([&] { import_checked(s.manifest, s.cache, target, 1, "p1"); });
+  EXPECT_NE(strict.find("p1: numerics.contract: expected canonical-v1"), std::string::npos) << strict;
+  EXPECT_NO_THROW(import_checked(s.manifest, s.cache, target, 1, "p1", /*allow_foreign=*/true));
+  SnapshotManifest other = s.manifest;
+  other.model.identity = std::string(64, 'a');
+  EXPECT_NE(test::error_of([&] { import_checked(other, s.cache, target, 1, "p1", true); }).find("model.identity"),
+            std::string::npos);
+  // The flag changes nothing for a native manifest: its numerics are still compared.
+  SnapshotManifest nat = target;
+  nat.numerics.engine_fingerprint = "canonical-v1;other";
+  nat.prefix = s.manifest.prefix;
+  nat.resume = s.manifest.resume;
+  nat.geometry.positions = s.manifest.geometry.positions;
+  nat.keys = s.manifest.keys;
+  nat.values = s.manifest.values;
+  EXPECT_NE(test::error_of([&] { import_checked(nat, s.cache, target, 1, "n", true); }).find("engine_fingerprint"),
+            std::string::npos);
+
+  // Edited manifests, resealed so that only the broken rule can be what is refused.
+  auto refused = [&](const std::function<void(ordered_json&)>& fn) {
+    const std::string d = test::temp_dir("foreign-edit") + "/x";
+    std::filesystem::copy(dir, d);
+    test::edit_manifest(d, fn);
+    return test::error_of([&] { read_state_dir(d, {Accept::any, false}); });
+  };
+  EXPECT_NE(refused([](ordered_json& j) { j["numerics"]["contract"] = "canonical-v1"; }).find("numerics.contract"),
+            std::string::npos);
+  EXPECT_NE(refused([](ordered_json& j) { j["format"] = "ember.kv-snapshot"; }).find("foreign"), std::string::npos);
+  EXPECT_NE(refused([](ordered_json& j) { j["foreign"]["conversion"] = "rounded-to-f16"; }).find("foreign.conversion"),
+            std::string::npos);
+  EXPECT_NE(refused([](ordered_json& j) { j["foreign"]["k_rotation"] = "hadamard-3"; }).find("foreign.k_rotation"),
+            std::string::npos);
+  EXPECT_NE(refused([](ordered_json& j) { j["foreign"]["extra"] = 1; }).find("extra"), std::string::npos);
+  EXPECT_NE(refused([](ordered_json& j) { j["foreign"].erase("source_sha256"); }).find("source_sha256"),
+            std::string::npos);
+}
+
+TEST(ForeignState, CliImportReplayCompareExportRoundTrip) {
+  const std::string dir = test::temp_dir("foreign-cli");
+  const std::string ember = test::ember_binary();
+  const std::string model = test::shared_path("models/stories260K.gguf");
+  std::string out;
+  ASSERT_EQ(test::run_command(ember + " kv import-llamacpp " + test::shared_path(kP1) + " --model " + model +
+                                  " -o " + dir + "/foreign 2>&1",
+                              &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("5 tokens from llama.cpp"), std::string::npos) << out;
+  // kv replay refuses it without the flag, naming the flag; continues it with the flag.
+  EXPECT_EQ(test::run_command(ember + " kv replay --snapshot " + dir + "/foreign --model " + model + " -n 4 2>&1", &out),
+            2);
+  EXPECT_NE(out.find("--allow-foreign"), std::string::npos) << out;
+  ASSERT_EQ(test::run_command(ember + " kv replay --allow-foreign --snapshot " + dir + "/foreign --model " + model +
+                                  " -n 4 2>&1",
+                              &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("its numerics are not ember's"), std::string::npos) << out;
+  // ember's own export of the same prompt, and the cross-engine compare.
+  ASSERT_EQ(test::run_command(ember + " kv export --model " + model + " --prompt-ids 1,403,407,261,378 -o " + dir +
+                                  "/native >/dev/null 2>&1"),
+            0);
+  ASSERT_EQ(test::run_command(ember + " kv compare " + dir + "/native " + dir + "/foreign 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("RIGHT: foreign state"), std::string::npos) << out;
+  // export-llamacpp: for this prompt ember's f16 K/V equal llama.cpp's bit for bit, so the file
+  // written is byte-identical to the one llama.cpp wrote (V transposed: flash attention off).
+  ASSERT_EQ(test::run_command(ember + " kv export-llamacpp " + dir + "/native -o " + dir + "/p1.seq 2>&1", &out), 0)
+      << out;
+  EXPECT_EQ(test::read_bytes(dir + "/p1.seq"), test::read_bytes(test::shared_path(kP1)));
+  // rows layout, and back: the same K/V bits as the snapshot.
+  ASSERT_EQ(test::run_command(ember + " kv export-llamacpp " + dir + "/native --v-layout rows -o " + dir +
+                                  "/rows.seq >/dev/null 2>&1"),
+            0);
+  ASSERT_EQ(test::run_command(ember + " kv import-llamacpp " + dir + "/rows.seq --model " + model + " -o " + dir +
+                                  "/back >/dev/null 2>&1"),
+            0);
+  const StateDir a = read_state_dir(dir + "/native", {Accept::any, false});
+  const StateDir b = read_state_dir(dir + "/back", {Accept::any, false});
+  EXPECT_EQ(a.header.manifest.keys.sha256, b.header.manifest.keys.sha256);
+  EXPECT_EQ(a.header.manifest.values.sha256, b.header.manifest.values.sha256);
+  EXPECT_EQ(b.header.foreign->v_layout, "rows");
+  // Nothing is overwritten without --force.
+  EXPECT_EQ(test::run_command(ember + " kv export-llamacpp " + dir + "/native -o " + dir + "/p1.seq >/dev/null 2>&1"),
+            2);
+}
+
+}  // namespace
+}  // namespace ember::kv
