@@ -5,12 +5,15 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 
+#include "cli/chat_prompt.h"
 #include "cli/commands.h"
 #include "cli/limits.h"
 #include "cli/map_commands.h"
 #include "cli/model_loader.h"
 #include "cli/prompt_text.h"
+#include "cli/token_ids.h"
 #include "cli/trust_flags.h"
 #include "contract/receipt.h"
 #include "kv/import.h"
@@ -23,6 +26,7 @@
 #include "map/shared.h"
 #include "map/target_coords.h"
 #include "model/engine.h"
+#include "template/prompt_file.h"
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -33,6 +37,21 @@ namespace {
 
 using Loaded = LoadedModel;
 Loaded load(const std::string& path) { return load_model({path, "", ""}); }
+
+// --relation (docs/mapping.md, "Relation"): what the user states about the pair, recorded in the
+// mapper, the mapped cache and the receipt; ember never infers it.
+CLI::Option* add_relation_option(CLI::App* c, std::string& relation, const std::string& help) {
+  return c->add_option("--relation", relation, "quantization-boundary | same-base | cross-model: " + help)
+      ->check(CLI::IsMember({kv::kRelations[0], kv::kRelations[1], kv::kRelations[2]}));
+}
+
+// The relation of a command that reads a mapper: the mapper's own, and a --relation given
+// must say the same.
+std::string relation_of(const map::Mapper& mp, const std::string& given, const std::string& where) {
+  if (!given.empty() && given != mp.relation)
+    fail_field(where, "--relation", mp.relation + " (the mapper's relation)", given);
+  return mp.relation;
+}
 
 void require_same_tokenizer(const Loaded& s, const Loaded& t, const std::string& where) {
   if (s.tokenizer->identity() != t.tokenizer->identity())
@@ -119,7 +138,8 @@ void print_greedy(model::Engine& e, tok::Tokenizer& t, model::KvCache& cache, st
 void add_collect(CLI::App& m) {
   auto* c = m.add_subcommand("collect", "Run both models on the same prompts and store calibration rows");
   struct Opts {
-    std::string source, target, prompts, split = "320:80", output;
+    std::string source, target, prompts, prompt_ids, tokenizer, split = "320:80", output;
+    ChatTemplateArgs chat;
     uint64_t seed = 1;
     int threads = 1;
     bool force = false;
@@ -127,25 +147,58 @@ void add_collect(CLI::App& m) {
   auto o = std::make_shared<Opts>();
   c->add_option("--source", o->source, "Source model (GGUF)")->required();
   c->add_option("--target", o->target, "Target model (GGUF)")->required();
-  c->add_option("--prompts", o->prompts, "Prompts file, one per line")->required();
+  c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json for both models (default: each GGUF's own)");
+  auto* prompts_opt = c->add_option("--prompts", o->prompts,
+                                "Prompts file, one per line; a FILE.jsonl is a JSONL prompt file (text and messages)");
+  auto* ids_opt = c->add_option("--prompt-ids", o->prompt_ids,
+                                "File of prompts as token ids: one comma-separated list per line (no BOS added)");
+  prompts_opt->excludes(ids_opt);
+  add_chat_render_options(c, o->chat, /*with_config=*/true);
   c->add_option("--split", o->split, "calib:eval prompt counts (frozen split)");
   c->add_option("--seed", o->seed, "Split seed");
   add_threads_option(c, o->threads);
   c->add_option("--output", o->output, "Calibration directory")->required();
   c->add_flag("--force", o->force, "Replace an existing output");
-  c->callback([o] {
-    refuse_output_is_input(o->output, {o->source, o->target, o->prompts});
+  c->callback([o, prompts_opt, ids_opt] {
+    refuse_output_is_input(o->output, {o->source, o->target, o->prompts, o->prompt_ids, o->tokenizer,
+                                       o->chat.tokenizer_config});
+    if (prompts_opt->count() + ids_opt->count() == 0)
+      fail_field("map collect", "prompts", "--prompts FILE or --prompt-ids FILE", "neither");
     const auto [nc, ne] = map::parse_split_counts(o->split, "map collect");
-    const Loaded s = load(o->source), t = load(o->target);
+    const Loaded s = load_model({o->source, o->tokenizer, ""}), t = load_model({o->target, o->tokenizer, ""});
     require_same_tokenizer(s, t, "map collect");
     const map::SharedLayers shared = map::shared_layers(s.model->file(), s.model->config(), t.model->file(), t.model->config());
     std::vector<std::vector<int32_t>> prompts;
     std::vector<std::string> hashes;
-    for (const auto& line : read_prompt_lines(o->prompts)) {
-      auto ids = s.tokenizer->encode(line, s.tokenizer->add_bos_default());
-      if (ids.empty()) continue;
-      hashes.push_back(map::prompt_hash(ids));
-      prompts.push_back(std::move(ids));
+    const auto add = [&](std::vector<int32_t> p) {
+      if (p.empty()) return;
+      hashes.push_back(map::prompt_hash(p));
+      prompts.push_back(std::move(p));
+    };
+    const auto text_ids = [&](const std::string& text) { return s.tokenizer->encode(text, s.tokenizer->add_bos_default()); };
+    if (ids_opt->count() > 0) {
+      const std::vector<std::string> lines = read_prompt_lines(o->prompt_ids);
+      const int vocab = std::min(s.model->config().n_vocab, t.model->config().n_vocab);
+      for (size_t i = 0; i < lines.size(); ++i) {
+        std::vector<int32_t> p = parse_token_ids(o->prompt_ids + ": list " + std::to_string(i), lines[i]);
+        for (int32_t id : p)
+          if (id >= vocab) fail_field(o->prompt_ids, "token id", "below both vocabulary sizes (" + std::to_string(vocab) + ")", std::to_string(id));
+        add(std::move(p));
+      }
+    } else if (tmpl::is_prompt_jsonl(o->prompts)) {
+      ChatTemplateArgs chat = o->chat;
+      chat.model = o->source;
+      std::optional<tmpl::ChatTemplate> tpl;
+      for (const tmpl::PromptEntry& e : tmpl::read_prompt_jsonl(o->prompts)) {
+        if (e.text) {
+          add(text_ids(*e.text));
+        } else {
+          if (!tpl) tpl = load_chat_template(chat, "map collect " + e.where);
+          add(chat_prompt_ids(*s.tokenizer, *tpl, *e.messages, render_options(chat)));
+        }
+      }
+    } else {
+      for (const auto& line : read_prompt_lines(o->prompts)) add(text_ids(line));
     }
     const map::PromptSplit split = map::PromptSplit::make(hashes, nc, ne, o->seed);
     const int threads = resolve_threads(o->threads);
@@ -163,7 +216,7 @@ void add_collect(CLI::App& m) {
 void add_fit(CLI::App& m) {
   auto* c = m.add_subcommand("fit", "Fit per-layer, per-head K/V maps (closed-form ridge/affine in f64)");
   struct Opts {
-    std::string calibration, output, kind = "ridge", receipt;
+    std::string calibration, output, kind = "ridge", receipt, relation;
     double lambda = 1e-3;
     bool anchor = false, residual = false, force = false;
   };
@@ -175,6 +228,7 @@ void add_fit(CLI::App& m) {
   c->add_flag("--residual-maps", o->residual, "Also fit residual maps at boundaries (s, L) for anchors a > s");
   c->add_option("--output", o->output, "Mapper directory")->required();
   c->add_option("--receipt", o->receipt, "Bridge receipt path (default: OUTPUT.receipt.json)");
+  add_relation_option(c, o->relation, "how source and target relate (required; recorded, never inferred)")->required();
   c->add_flag("--force", o->force, "Replace an existing output");
   c->callback([o] {
     for (const std::string& out : {o->output, receipt_path_for(o->output, o->receipt)})
@@ -185,6 +239,7 @@ void add_fit(CLI::App& m) {
     mo.lambda = o->lambda;
     mo.anchor_identity = o->anchor;
     mo.residual_maps = o->residual;
+    mo.relation = o->relation;
     const map::Mapper mp = map::fit_mapper(set, mo);
     const std::string rpath = receipt_path_for(o->output, o->receipt);
     if (!o->force && path_exists(rpath)) fail(rpath, "already exists; refusing to overwrite it (pass --force)");
@@ -193,6 +248,7 @@ void add_fit(CLI::App& m) {
     r.source = endpoint(mp.source, mp.tokenizer_identity);
     r.target = endpoint(mp.target, mp.tokenizer_identity);
     r.kind = map::mapper_kind_name(mp.kind);
+    r.relation = mp.relation;
     r.mapper_hash = mp.kind == map::MapperKind::identity ? "" : mp.hash();
     std::vector<std::string> roles;
     for (int l = 0; l < mp.target.n_layers; ++l) roles.push_back(l < mp.shared_layers ? "reused" : "mapped");
@@ -218,8 +274,8 @@ void add_fit(CLI::App& m) {
     r.created_by = "ember map fit";
     r.notes = "K/V reconstruction R² over mapped layers on held-out prompts; no behavioural evaluation";
     contract::write_receipt(rpath, r, o->force);
-    std::printf("mapper %s (%s, lambda %g%s), split %s\n", mp.hash().c_str(), map::mapper_kind_name(mp.kind),
-                mp.lambda, mp.anchor_identity ? ", anchored at identity" : "", mp.split_hash.c_str());
+    std::printf("mapper %s (%s, %s, lambda %g%s), split %s\n", mp.hash().c_str(), map::mapper_kind_name(mp.kind),
+                mp.relation.c_str(), mp.lambda, mp.anchor_identity ? ", anchored at identity" : "", mp.split_hash.c_str());
     std::printf("%-6s %-5s %12s %12s %12s %12s\n", "layer", "head", "K R2 train", "K R2 eval", "V R2 train", "V R2 eval");
     for (int l = 0; l < mp.target.n_layers; ++l)
       for (int h = 0; h < mp.target.n_kv_heads; ++h) {
@@ -235,12 +291,13 @@ void add_fit(CLI::App& m) {
 void add_apply(CLI::App& m) {
   auto* c = m.add_subcommand("apply", "Map a source snapshot into a mapped cache for the target (ember.kv-mapped.v1)");
   struct Opts {
-    std::string mapper, snapshot, target, output, receipt, sign;
+    std::string mapper, snapshot, target, output, receipt, sign, relation;
     bool force = false;
     kv::TrustRequirements trust;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("--mapper", o->mapper, "Mapper directory (map fit)")->required();
+  add_relation_option(c, o->relation, "default: the mapper's (a different one is refused)");
   c->add_option("--snapshot", o->snapshot, "Source snapshot (directory or .kvc)")->required();
   c->add_option("--target", o->target, "Target model (GGUF): its coordinates go into the mapped cache")->required();
   c->add_option("--output", o->output, "Mapped cache directory")->required();
@@ -272,6 +329,7 @@ void add_apply(CLI::App& m) {
     out.cache.n_pos = src.cache.n_pos;
     map::map_layers(mp, rope_config_of(src.manifest), tc, src.cache, mp.shared_layers, 0, tc.n_layers, out.cache);
     out.mapping.kind = map::mapper_kind_name(mp.kind);
+    out.mapping.relation = relation_of(mp, o->relation, where);
     out.mapping.mapper_hash = mp.hash();
     out.mapping.calibration_split_hash = mp.split_hash;
     out.mapping.shared_layers = mp.shared_layers;
@@ -287,6 +345,7 @@ void add_apply(CLI::App& m) {
     r.source = endpoint(mp.source, mp.tokenizer_identity);
     r.target = endpoint(mp.target, mp.tokenizer_identity);
     r.kind = out.mapping.kind;
+    r.relation = out.mapping.relation;
     r.mapper_hash = mp.kind == map::MapperKind::identity ? "" : mp.hash();
     r.layers = plan_of(out.mapping.layer_roles);
     if (mp.kind != map::MapperKind::identity)
@@ -295,7 +354,7 @@ void add_apply(CLI::App& m) {
     r.created_by = "ember map apply";
     r.notes = "mapped cache of " + std::to_string(out.cache.n_pos) + " positions; not evaluated";
     contract::write_receipt(rpath, r, o->force);
-    std::cout << "mapped cache (" << out.mapping.kind << ", mapper " << out.mapping.mapper_hash << ") of "
+    std::cout << "mapped cache (" << out.mapping.kind << ", " << out.mapping.relation << ", mapper " << out.mapping.mapper_hash << ") of "
               << out.cache.n_pos << " positions: layers [0, " << mp.shared_layers << ") reused, ["
               << mp.shared_layers << ", " << tc.n_layers << ") mapped\nwrote " << o->output << "\n";
     print_seal(out.manifest, &out.mapping);
@@ -340,14 +399,18 @@ void add_replay(CLI::App& m) {
 void add_hybrid(CLI::App& m) {
   auto* c = m.add_subcommand("hybrid", "Recompute-anchor handoff: reuse shared layers, map [s, a), recompute [a, L)");
   struct Opts {
-    std::string source, target, prompt, mapper, output, json, receipt;
+    std::string source, target, prompt, prompt_ids, tokenizer, mapper, output, json, receipt, relation;
     int anchor = -1, n = 16, threads = 1;
     bool check = false, force = false;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("--source", o->source, "Source model (GGUF)")->required();
   c->add_option("--target", o->target, "Target model (GGUF)")->required();
-  c->add_option("--prompt", o->prompt, "Prompt text")->required();
+  c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json for both models (default: each GGUF's own)");
+  auto* prompt = c->add_option("--prompt", o->prompt, "Prompt text");
+  auto* prompt_ids = c->add_option("--prompt-ids", o->prompt_ids, "Prompt as comma-separated token ids (no BOS added)");
+  prompt->excludes(prompt_ids);
+  add_relation_option(c, o->relation, "required with --output/--receipt unless --mapper (then: the mapper's)");
   c->add_option("--anchor", o->anchor, "Anchor a (default: s, the exact hybrid)");
   c->add_option("--mapper", o->mapper, "Mapper directory (needed when a > s)");
   c->add_option("-n", o->n, "Tokens to generate")->check(CLI::Range(1, 1 << 16));
@@ -357,11 +420,13 @@ void add_hybrid(CLI::App& m) {
   c->add_option("--json", o->json, "Write a JSON report");
   c->add_option("--receipt", o->receipt, "Write a bridge receipt (default with --output: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace existing outputs");
-  c->callback([o] {
+  c->callback([o, prompt, prompt_ids] {
     const std::string where = "map hybrid";
     for (const std::string& out : {o->output, o->json, o->receipt})
-      refuse_output_is_input(out, {o->source, o->target, o->mapper});
-    const Loaded s = load(o->source), t = load(o->target);
+      refuse_output_is_input(out, {o->source, o->target, o->mapper, o->tokenizer});
+    if (prompt->count() + prompt_ids->count() == 0)
+      fail_field(where, "prompt", "--prompt TEXT or --prompt-ids LIST", "neither");
+    const Loaded s = load_model({o->source, o->tokenizer, ""}), t = load_model({o->target, o->tokenizer, ""});
     require_same_tokenizer(s, t, where);
     const map::SharedLayers shared = map::shared_layers(s.model->file(), s.model->config(), t.model->file(), t.model->config());
     const int sl = shared.layers;
@@ -375,8 +440,17 @@ void add_hybrid(CLI::App& m) {
         fail_field(where, "mapper identities", "this source and target", "another pair");
       if (mp->shared_layers != sl) fail_field(where, "mapper shared layers", std::to_string(sl), std::to_string(mp->shared_layers));
     }
-    const std::vector<int32_t> ids = s.tokenizer->encode(o->prompt, s.tokenizer->add_bos_default());
-    if (ids.size() < 2) fail_field(where, "--prompt", "at least 2 tokens (BOS included)", std::to_string(ids.size()));
+    std::string relation = mp ? relation_of(*mp, o->relation, where) : o->relation;
+    if (relation.empty() && (!o->output.empty() || !o->receipt.empty()))
+      fail_field(where, "--relation", "quantization-boundary, same-base or cross-model (an artifact is written)", "none");
+    const bool by_ids = prompt_ids->count() > 0;
+    const std::vector<int32_t> ids =
+        by_ids ? parse_token_ids("--prompt-ids", o->prompt_ids) : s.tokenizer->encode(o->prompt, s.tokenizer->add_bos_default());
+    for (int32_t id : ids)
+      if (id >= s.model->config().n_vocab || id >= t.model->config().n_vocab)
+        fail_field(where, "--prompt-ids", "ids below both vocabulary sizes", std::to_string(id));
+    if (ids.size() < 2)
+      fail_field(where, by_ids ? "--prompt-ids" : "--prompt", "at least 2 tokens (BOS included)", std::to_string(ids.size()));
     const int P = int(ids.size());
     const std::span<const int32_t> prefix(ids.data(), size_t(P - 1));
     const int threads = resolve_threads(o->threads);
@@ -402,6 +476,7 @@ void add_hybrid(CLI::App& m) {
       st.cache.n_pos = P - 1;
       st.cache.copy_prefix(cache, P - 1);
       st.mapping.kind = "hybrid";
+      st.mapping.relation = relation;
       st.mapping.mapper_hash = mp ? mp->hash() : "";
       st.mapping.calibration_split_hash = mp ? mp->split_hash : "";
       st.mapping.shared_layers = sl;
@@ -420,12 +495,13 @@ void add_hybrid(CLI::App& m) {
     std::vector<float> logits = te.forward(cache, std::span<const int32_t>(&last, 1));
     const std::vector<float> first = logits;
     std::vector<int32_t> out_ids;
-    std::cout << o->prompt;
+    if (!by_ids) std::cout << o->prompt;
     print_greedy(te, *t.tokenizer, cache, logits, o->n, &out_ids);
     contract::BridgeReceipt rc;
     rc.source = {s.model->identity(), model::arch_name(s.model->config().arch), s.tokenizer->identity(), ""};
     rc.target = {t.model->identity(), model::arch_name(t.model->config().arch), t.tokenizer->identity(), ""};
     rc.kind = "hybrid";
+    rc.relation = relation;
     rc.mapper_hash = mp ? mp->hash() : "";
     rc.layers = plan_of(role_names(report));
     if (mp) rc.calibration = contract::Calibration{mp->split_hash, 1, 0};

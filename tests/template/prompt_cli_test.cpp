@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -100,6 +101,80 @@ TEST(PromptCli, RefusalsAreNamed) {
   EXPECT_NE(r.out.find("--prompt-id: --prompt-file: expected a JSONL prompt file"), std::string::npos) << r.out;
   r = run_ember(run + " --messages " + q(f.conv) + " --prompt-ids 1,2");
   EXPECT_NE(r.rc, 0);
+}
+
+}  // namespace
+}  // namespace ember
+
+namespace ember {
+namespace {
+
+// map collect reads the same prompts from a line file, a JSONL file of text entries and a file
+// of id lists (the ids `tokenize` gives, BOS included): the frozen split, which is by prompt
+// hash, is the same for all three.
+TEST(PromptCli, MapCollectTakesJsonlAndPromptIds) {
+  const std::string dir = test::temp_dir("collect-prompts");
+  const std::string model = test::shared_path("models/stories260K.gguf");
+  const std::vector<std::string> texts = {"Once upon a time", "The cat sat", "Lily wanted to play", "A big red ball"};
+  std::string lines, jsonl, ids;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    lines += texts[i] + "\n";
+    jsonl += nlohmann::json{{"id", "p" + std::to_string(i)}, {"text", texts[i]}}.dump() + "\n";
+    const auto j = test::parse_report(run_ember("tokenize --json --model " + q(model) + " --prompt " + q(texts[i])));
+    std::string list;
+    for (const auto& id : j["ids"]) list += (list.empty() ? "" : ",") + std::to_string(id.get<int>());
+    ids += list + "\n";
+  }
+  write_file_atomic(dir + "/p.txt", lines, true);
+  write_file_atomic(dir + "/p.jsonl", jsonl, true);
+  write_file_atomic(dir + "/p.ids", ids, true);
+  const std::string collect = "map collect --source " + q(model) + " --target " + q(model) + " --split 3:1 --seed 2 ";
+  std::string split;
+  int n = 0;
+  for (const std::string& src : {"--prompts " + q(dir + "/p.txt"), "--prompts " + q(dir + "/p.jsonl"),
+                                 "--prompt-ids " + q(dir + "/p.ids")}) {
+    const std::string out = dir + "/c" + std::to_string(n++);
+    const auto r = run_ember(collect + src + " --output " + q(out));
+    ASSERT_EQ(r.rc, 0) << src << "\n" << r.out;
+    const auto m = nlohmann::json::parse(read_file(out + "/manifest.json"));
+    const std::string h = m["split"].dump();
+    if (split.empty()) split = h;
+    EXPECT_EQ(h, split) << src;
+  }
+}
+
+}  // namespace
+}  // namespace ember
+
+namespace ember {
+namespace {
+
+// map hybrid takes --prompt-ids (the same run as --prompt of the same ids) and records the
+// stated relation in its mapped cache and receipt; writing an artifact without one is refused.
+TEST(PromptCli, MapHybridTakesPromptIdsAndRecordsTheRelation) {
+  const std::string dir = test::temp_dir("hybrid-ids");
+  const std::string src = test::shared_path("models/stories260K.gguf");
+  const std::string tgt = test::shared_path("models/stories260K-kjv-top.gguf");
+  const std::string hybrid = "map hybrid -n 6 --source " + q(src) + " --target " + q(tgt);
+  const auto j = test::parse_report(run_ember("tokenize --json --model " + q(src) + " --prompt 'And the LORD said'"));
+  std::string list;
+  for (const auto& id : j["ids"]) list += (list.empty() ? "" : ",") + std::to_string(id.get<int>());
+  ASSERT_EQ(run_ember(hybrid + " --prompt 'And the LORD said' --json " + q(dir + "/a.json")).rc, 0);
+  ASSERT_EQ(run_ember(hybrid + " --prompt-ids " + list + " --relation same-base --output " + q(dir + "/m") +
+                      " --json " + q(dir + "/b.json"))
+                .rc,
+            0);
+  const auto a = nlohmann::json::parse(read_file(dir + "/a.json")), b = nlohmann::json::parse(read_file(dir + "/b.json"));
+  EXPECT_EQ(a["generated"], b["generated"]);
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/m/manifest.json"))["mapping"]["relation"], "same-base");
+  const auto receipt = nlohmann::json::parse(read_file(dir + "/m.receipt.json"));
+  EXPECT_EQ(receipt["format"], "ember.bridge-receipt.v2");
+  EXPECT_EQ(receipt["translator"]["relation"], "same-base");
+  const auto r = run_ember(hybrid + " --prompt-ids " + list + " --output " + q(dir + "/m2"));
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("map hybrid: --relation: expected quantization-boundary, same-base or cross-model"),
+            std::string::npos)
+      << r.out;
 }
 
 }  // namespace
