@@ -5,14 +5,12 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
-#include <optional>
 
-#include "cli/chat_prompt.h"
 #include "cli/commands.h"
 #include "cli/limits.h"
 #include "cli/map_commands.h"
 #include "cli/model_loader.h"
-#include "cli/prompt_text.h"
+#include "cli/prompt_list.h"
 #include "cli/token_ids.h"
 #include "cli/trust_flags.h"
 #include "contract/receipt.h"
@@ -26,7 +24,6 @@
 #include "map/shared.h"
 #include "map/target_coords.h"
 #include "model/engine.h"
-#include "template/prompt_file.h"
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -57,21 +54,6 @@ void require_same_tokenizer(const Loaded& s, const Loaded& t, const std::string&
   if (s.tokenizer->identity() != t.tokenizer->identity())
     fail_field(where, "tokenizer identity", s.tokenizer->identity() + " (the source's; the same tokenizer is required)",
                t.tokenizer->identity());
-}
-
-std::vector<std::string> read_prompt_lines(const std::string& path) {
-  std::vector<std::string> out;
-  const std::string text = read_prompt_file(path);
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty()) out.push_back(line);
-    start = end + 1;
-  }
-  return out;
 }
 
 // The source's RoPE semantics as a snapshot records them (enough for map_layers).
@@ -138,8 +120,8 @@ void print_greedy(model::Engine& e, tok::Tokenizer& t, model::KvCache& cache, st
 void add_collect(CLI::App& m) {
   auto* c = m.add_subcommand("collect", "Run both models on the same prompts and store calibration rows");
   struct Opts {
-    std::string source, target, prompts, prompt_ids, tokenizer, split = "320:80", output;
-    ChatTemplateArgs chat;
+    std::string source, target, tokenizer, split = "320:80", output;
+    PromptListArgs prompts;
     uint64_t seed = 1;
     int threads = 1;
     bool force = false;
@@ -148,58 +130,25 @@ void add_collect(CLI::App& m) {
   c->add_option("--source", o->source, "Source model (GGUF)")->required();
   c->add_option("--target", o->target, "Target model (GGUF)")->required();
   c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json for both models (default: each GGUF's own)");
-  auto* prompts_opt = c->add_option("--prompts", o->prompts,
-                                "Prompts file, one per line; a FILE.jsonl is a JSONL prompt file (text and messages)");
-  auto* ids_opt = c->add_option("--prompt-ids", o->prompt_ids,
-                                "File of prompts as token ids: one comma-separated list per line (no BOS added)");
-  prompts_opt->excludes(ids_opt);
-  add_chat_render_options(c, o->chat, /*with_config=*/true);
+  add_prompt_list_flags(c, o->prompts);
   c->add_option("--split", o->split, "calib:eval prompt counts (frozen split)");
   c->add_option("--seed", o->seed, "Split seed");
   add_threads_option(c, o->threads);
   c->add_option("--output", o->output, "Calibration directory")->required();
   c->add_flag("--force", o->force, "Replace an existing output");
-  c->callback([o, prompts_opt, ids_opt] {
-    refuse_output_is_input(o->output, {o->source, o->target, o->prompts, o->prompt_ids, o->tokenizer,
-                                       o->chat.tokenizer_config});
-    if (prompts_opt->count() + ids_opt->count() == 0)
-      fail_field("map collect", "prompts", "--prompts FILE or --prompt-ids FILE", "neither");
+  c->callback([o] {
+    refuse_output_is_input(o->output, {o->source, o->target, o->prompts.prompts, o->prompts.prompt_ids, o->tokenizer,
+                                       o->prompts.chat.tokenizer_config});
     const auto [nc, ne] = map::parse_split_counts(o->split, "map collect");
     const Loaded s = load_model({o->source, o->tokenizer, ""}), t = load_model({o->target, o->tokenizer, ""});
     require_same_tokenizer(s, t, "map collect");
     const map::SharedLayers shared = map::shared_layers(s.model->file(), s.model->config(), t.model->file(), t.model->config());
-    std::vector<std::vector<int32_t>> prompts;
+    PromptListArgs pl = o->prompts;
+    pl.chat.model = o->source;
+    const std::vector<std::vector<int32_t>> prompts = read_prompt_list(
+        pl, *s.tokenizer, std::min(s.model->config().n_vocab, t.model->config().n_vocab), "map collect");
     std::vector<std::string> hashes;
-    const auto add = [&](std::vector<int32_t> p) {
-      if (p.empty()) return;
-      hashes.push_back(map::prompt_hash(p));
-      prompts.push_back(std::move(p));
-    };
-    const auto text_ids = [&](const std::string& text) { return s.tokenizer->encode(text, s.tokenizer->add_bos_default()); };
-    if (ids_opt->count() > 0) {
-      const std::vector<std::string> lines = read_prompt_lines(o->prompt_ids);
-      const int vocab = std::min(s.model->config().n_vocab, t.model->config().n_vocab);
-      for (size_t i = 0; i < lines.size(); ++i) {
-        std::vector<int32_t> p = parse_token_ids(o->prompt_ids + ": list " + std::to_string(i), lines[i]);
-        for (int32_t id : p)
-          if (id >= vocab) fail_field(o->prompt_ids, "token id", "below both vocabulary sizes (" + std::to_string(vocab) + ")", std::to_string(id));
-        add(std::move(p));
-      }
-    } else if (tmpl::is_prompt_jsonl(o->prompts)) {
-      ChatTemplateArgs chat = o->chat;
-      chat.model = o->source;
-      std::optional<tmpl::ChatTemplate> tpl;
-      for (const tmpl::PromptEntry& e : tmpl::read_prompt_jsonl(o->prompts)) {
-        if (e.text) {
-          add(text_ids(*e.text));
-        } else {
-          if (!tpl) tpl = load_chat_template(chat, "map collect " + e.where);
-          add(chat_prompt_ids(*s.tokenizer, *tpl, *e.messages, render_options(chat)));
-        }
-      }
-    } else {
-      for (const auto& line : read_prompt_lines(o->prompts)) add(text_ids(line));
-    }
+    for (const auto& p : prompts) hashes.push_back(map::prompt_hash(p));
     const map::PromptSplit split = map::PromptSplit::make(hashes, nc, ne, o->seed);
     const int threads = resolve_threads(o->threads);
     model::Engine se(s.model, {threads}), te(t.model, {threads});

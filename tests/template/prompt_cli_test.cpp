@@ -179,3 +179,38 @@ TEST(PromptCli, MapHybridTakesPromptIdsAndRecordsTheRelation) {
 
 }  // namespace
 }  // namespace ember
+
+namespace ember {
+namespace {
+
+// study sweep reads its prompts as map collect does: a file of id lists gives the same run
+// (provenance: identities, split, prompts) as the line file those ids came from.
+TEST(PromptCli, StudySweepTakesPromptIds) {
+  const std::string dir = test::temp_dir("sweep-ids");
+  const std::string src = test::shared_path("models/stories260K.gguf");
+  const std::string tgt = test::shared_path("models/stories260K-kjv-top.gguf");
+  const std::vector<std::string> texts = {"Once upon a time", "The cat sat on", "Lily wanted to play", "And the LORD said",
+                                          "A big red ball", "Tom and his dog", "In the beginning God", "She saw a bird"};
+  std::string lines, ids;
+  for (const std::string& t : texts) {
+    lines += t + "\n";
+    const auto j = test::parse_report(run_ember("tokenize --json --model " + q(src) + " --prompt " + q(t)));
+    std::string list;
+    for (const auto& id : j["ids"]) list += (list.empty() ? "" : ",") + std::to_string(id.get<int>());
+    ids += list + "\n";
+  }
+  write_file_atomic(dir + "/p.txt", lines, true);
+  write_file_atomic(dir + "/p.ids", ids, true);
+  const std::string sweep = "study sweep --split 5:3 --greedy-steps 2 --repeats 1 --source " + q(src) + " --target " + q(tgt);
+  ASSERT_EQ(run_ember(sweep + " --prompts " + q(dir + "/p.txt") + " --json " + q(dir + "/a.json")).rc, 0);
+  ASSERT_EQ(run_ember(sweep + " --prompt-ids " + q(dir + "/p.ids") + " --json " + q(dir + "/b.json")).rc, 0);
+  const auto a = nlohmann::json::parse(read_file(dir + "/a.json")), b = nlohmann::json::parse(read_file(dir + "/b.json"));
+  EXPECT_EQ(a["provenance"], b["provenance"]);
+  const auto none = run_ember(sweep);
+  EXPECT_EQ(none.rc, 2);
+  EXPECT_NE(none.out.find("study sweep: prompts: expected --prompts FILE or --prompt-ids FILE"), std::string::npos)
+      << none.out;
+}
+
+}  // namespace
+}  // namespace ember
