@@ -33,7 +33,6 @@ namespace ember::cli {
 namespace {
 
 using Loaded = LoadedModel;
-Loaded load(const std::string& path) { return load_model({path, "", ""}); }
 
 // --relation (docs/mapping.md, "Relation"): what the user states about the pair, recorded in the
 // mapper, the mapped cache and the receipt; ember never infers it.
@@ -240,7 +239,7 @@ void add_fit(CLI::App& m) {
 void add_apply(CLI::App& m) {
   auto* c = m.add_subcommand("apply", "Map a source snapshot into a mapped cache for the target (ember.kv-mapped.v1)");
   struct Opts {
-    std::string mapper, snapshot, target, output, receipt, sign, relation;
+    std::string mapper, snapshot, target, tokenizer, output, receipt, sign, relation;
     bool force = false;
     kv::TrustRequirements trust;
   };
@@ -249,6 +248,7 @@ void add_apply(CLI::App& m) {
   add_relation_option(c, o->relation, "default: the mapper's (a different one is refused)");
   c->add_option("--snapshot", o->snapshot, "Source snapshot (directory or .kvc)")->required();
   c->add_option("--target", o->target, "Target model (GGUF): its coordinates go into the mapped cache")->required();
+  c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json of the target (default: the GGUF's own)");
   c->add_option("--output", o->output, "Mapped cache directory")->required();
   c->add_option("--receipt", o->receipt, "Bridge receipt path (default: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace an existing output");
@@ -257,7 +257,7 @@ void add_apply(CLI::App& m) {
   c->callback([o] {
     const std::string where = "map apply";
     for (const std::string& out : {o->output, receipt_path_for(o->output, o->receipt)})
-      refuse_output_is_input(out, {o->mapper, o->snapshot, o->target});
+      refuse_output_is_input(out, {o->mapper, o->snapshot, o->target, o->tokenizer});
     const map::Mapper mp = map::Mapper::read(o->mapper);
     const kv::Snapshot src = kv::load_state(o->snapshot);
     check_artifact_trust(o->snapshot, src.manifest, o->trust);
@@ -265,7 +265,7 @@ void add_apply(CLI::App& m) {
       fail_field(where, "snapshot model identity", mp.source.identity + " (the mapper's source)", src.manifest.model.identity);
     if (src.manifest.tokenizer.identity != mp.tokenizer_identity)
       fail_field(where, "snapshot tokenizer identity", mp.tokenizer_identity, src.manifest.tokenizer.identity);
-    const Loaded t = load(o->target);
+    const Loaded t = load_model({o->target, o->tokenizer, ""});
     if (t.model->identity() != mp.target.identity)
       fail_field(where, "target model identity", mp.target.identity + " (the mapper's target)", t.model->identity());
     model::Engine te(t.model, {});
@@ -313,7 +313,7 @@ void add_apply(CLI::App& m) {
 void add_replay(CLI::App& m) {
   auto* c = m.add_subcommand("replay", "Resume the target model from a mapped cache (ember.kv-mapped.v1)");
   struct Opts {
-    std::string mapped, model;
+    std::string mapped, model, tokenizer;
     int n = 16, threads = 0;
     bool allow_past_context = false;
     kv::TrustRequirements trust;
@@ -322,13 +322,14 @@ void add_replay(CLI::App& m) {
   add_trust_flags(c, o->trust);
   c->add_option("--mapped", o->mapped, "Mapped cache directory")->required();
   c->add_option("--model", o->model, "Target model (GGUF)")->required();
+  c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
   c->add_option("-n", o->n, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
   add_threads_option(c, o->threads);
   add_past_context_flag(c, o->allow_past_context);
   c->callback([o] {
     const kv::MappedState st = kv::read_mapped_state(o->mapped);
     check_artifact_trust(o->mapped, st.manifest, o->trust);
-    const Loaded t = load(o->model);
+    const Loaded t = load_model({o->model, o->tokenizer, ""});
     model::Engine te(t.model, {resolve_threads(o->threads), o->allow_past_context});
     check_positions(te, int64_t(st.cache.n_pos) + 1, o->mapped, "geometry.positions + the resume token",
                     o->n, "-n");
