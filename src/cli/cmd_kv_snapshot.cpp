@@ -9,6 +9,7 @@
 #include "cli/kv_gate.h"
 #include "cli/limits.h"
 #include "cli/model_loader.h"
+#include "cli/prompt_input.h"
 #include "cli/prompt_text.h"
 #include "cli/token_ids.h"
 #include "cli/trust_flags.h"
@@ -58,34 +59,10 @@ Loaded load(const ModelArgs& a) {
   return l;
 }
 
-struct PromptArgs {
-  std::string text, file, ids;
-  // --prompt-ids itself, so that a given but empty list is an error rather than "no ids".
-  const CLI::Option* ids_option = nullptr;
-  bool no_bos = false;
-};
-
-void add_prompt_flags(CLI::App* c, PromptArgs& p) {
-  auto* t = c->add_option("--prompt", p.text, "prompt text");
-  auto* f = c->add_option("--prompt-file", p.file, "read the prompt text from a file (UTF-8)");
-  auto* i = c->add_option("--prompt-ids", p.ids, "prompt as comma-separated token ids (no BOS added)");
-  p.ids_option = i;
-  t->excludes(f)->excludes(i);
-  f->excludes(i);
-  c->add_flag("--no-bos", p.no_bos, "do not prepend BOS to the prompt text");
-}
-
-std::vector<int32_t> prompt_tokens(const PromptArgs& p, const Loaded& l) {
-  std::vector<int32_t> ids;
-  if (p.ids_option->count() > 0) {
-    ids = parse_token_ids("--prompt-ids", p.ids);
-  } else {
-    const std::string text = !p.file.empty() ? read_prompt_file(p.file) : checked_prompt_text(p.text, "--prompt");
-    if (p.file.empty() && p.text.empty())
-      fail_field("prompt", "source", "--prompt TEXT, --prompt-file F or --prompt-ids LIST", "none");
-    // Exactly as `ember run` encodes, so the replay gate compares like with like.
-    ids = l.tokenizer->encode(text, !p.no_bos && l.tokenizer->add_bos_default());
-  }
+// --prompt, --prompt-file (text or JSONL), --messages, --prompt-ids: cli/prompt_input.h, the same
+// encoding as `ember run`, so the replay gate compares like with like.
+std::vector<int32_t> prompt_tokens(const PromptInput& p, const Loaded& l, const std::string& model) {
+  const std::vector<int32_t> ids = prompt_input_ids(p, l.tokenizer.get(), model);
   if (ids.empty()) fail_field("prompt", "tokens", "at least one", "none");
   const int vocab = l.model->config().n_vocab;
   for (int32_t id : ids)
@@ -107,14 +84,14 @@ std::string piece_text(const tok::Tokenizer& t, int32_t id) { return printable(t
 void add_export(CLI::App& kv) {
   struct Opts {
     ModelArgs m;
-    PromptArgs p;
+    PromptInput p;
     std::string output, boundary, sign;
     bool force = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = kv.add_subcommand("export", "Prefill a prompt and write its KV state as ember.kv-snapshot.v1");
   add_model_flags(c, o->m);
-  add_prompt_flags(c, o->p);
+  add_prompt_input_flags(c, o->p);
   c->add_option("--output,-o", o->output, "snapshot directory to create")->required();
   c->add_option("--boundary-logits", o->boundary,
                 "also write the boundary logits (f32 [vocab], not part of the snapshot) to FILE");
@@ -122,9 +99,10 @@ void add_export(CLI::App& kv) {
   add_sign_flag(c, o->sign);
   c->callback([o] {
     for (const std::string& out : {o->output, o->boundary})
-      refuse_output_is_input(out, {o->m.model, o->m.tokenizer, o->p.file});
+      refuse_output_is_input(out, {o->m.model, o->m.tokenizer, o->p.file, o->p.messages, o->p.chat.tokenizer_config});
     const Loaded l = load(o->m);
-    const std::vector<int32_t> prefix = prompt_tokens(o->p, l);
+    o->p.chat.model = o->m.model;
+    const std::vector<int32_t> prefix = prompt_tokens(o->p, l, o->m.model);
     check_positions(*l.engine, int64_t(prefix.size()), "prompt", "tokens", 1, "steps");
     kv::ExportResult r = kv::export_prefix(*l.engine, l.tokenizer->identity(), prefix, kProducer);
     if (!o->sign.empty()) kv::sign_manifest(r.snapshot.manifest, nullptr, o->sign);

@@ -10,7 +10,8 @@
 #include "cli/limits.h"
 #include "cli/map_commands.h"
 #include "cli/model_loader.h"
-#include "cli/prompt_text.h"
+#include "cli/prompt_list.h"
+#include "cli/token_ids.h"
 #include "cli/trust_flags.h"
 #include "contract/receipt.h"
 #include "contract/registry.h"
@@ -34,27 +35,26 @@ namespace ember::cli {
 namespace {
 
 using Loaded = LoadedModel;
-Loaded load(const std::string& path) { return load_model({path, "", ""}); }
+
+// --relation (docs/mapping.md, "Relation"): what the user states about the pair, recorded in the
+// mapper, the mapped cache and the receipt; ember never infers it.
+CLI::Option* add_relation_option(CLI::App* c, std::string& relation, const std::string& help) {
+  return c->add_option("--relation", relation, "quantization-boundary | same-base | cross-model: " + help)
+      ->check(CLI::IsMember({kv::kRelations[0], kv::kRelations[1], kv::kRelations[2]}));
+}
+
+// The relation of a command that reads a mapper: the mapper's own, and a --relation given
+// must say the same.
+std::string relation_of(const map::Mapper& mp, const std::string& given, const std::string& where) {
+  if (!given.empty() && given != mp.relation)
+    fail_field(where, "--relation", mp.relation + " (the mapper's relation)", given);
+  return mp.relation;
+}
 
 void require_same_tokenizer(const Loaded& s, const Loaded& t, const std::string& where) {
   if (s.tokenizer->identity() != t.tokenizer->identity())
     fail_field(where, "tokenizer identity", s.tokenizer->identity() + " (the source's; the same tokenizer is required)",
                t.tokenizer->identity());
-}
-
-std::vector<std::string> read_prompt_lines(const std::string& path) {
-  std::vector<std::string> out;
-  const std::string text = read_prompt_file(path);
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty()) out.push_back(line);
-    start = end + 1;
-  }
-  return out;
 }
 
 // The source's RoPE semantics as a snapshot records them (enough for map_layers).
@@ -131,7 +131,8 @@ void print_greedy(model::Engine& e, tok::Tokenizer& t, model::KvCache& cache, st
 void add_collect(CLI::App& m) {
   auto* c = m.add_subcommand("collect", "Run both models on the same prompts and store calibration rows");
   struct Opts {
-    std::string source, target, prompts, split = "320:80", output;
+    std::string source, target, tokenizer, split = "320:80", output;
+    PromptListArgs prompts;
     uint64_t seed = 1;
     int threads = 1;
     bool force = false;
@@ -139,26 +140,26 @@ void add_collect(CLI::App& m) {
   auto o = std::make_shared<Opts>();
   c->add_option("--source", o->source, "Source model (GGUF)")->required();
   c->add_option("--target", o->target, "Target model (GGUF)")->required();
-  c->add_option("--prompts", o->prompts, "Prompts file, one per line")->required();
+  c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json for both models (default: each GGUF's own)");
+  add_prompt_list_flags(c, o->prompts);
   c->add_option("--split", o->split, "calib:eval prompt counts (frozen split)");
   c->add_option("--seed", o->seed, "Split seed");
   add_threads_option(c, o->threads);
   c->add_option("--output", o->output, "Calibration directory")->required();
   c->add_flag("--force", o->force, "Replace an existing output");
   c->callback([o] {
-    refuse_output_is_input(o->output, {o->source, o->target, o->prompts});
+    refuse_output_is_input(o->output, {o->source, o->target, o->prompts.prompts, o->prompts.prompt_ids, o->tokenizer,
+                                       o->prompts.chat.tokenizer_config});
     const auto [nc, ne] = map::parse_split_counts(o->split, "map collect");
-    const Loaded s = load(o->source), t = load(o->target);
+    const Loaded s = load_model({o->source, o->tokenizer, ""}), t = load_model({o->target, o->tokenizer, ""});
     require_same_tokenizer(s, t, "map collect");
     const map::SharedLayers shared = map::shared_layers(s.model->file(), s.model->config(), t.model->file(), t.model->config());
-    std::vector<std::vector<int32_t>> prompts;
+    PromptListArgs pl = o->prompts;
+    pl.chat.model = o->source;
+    const std::vector<std::vector<int32_t>> prompts = read_prompt_list(
+        pl, *s.tokenizer, std::min(s.model->config().n_vocab, t.model->config().n_vocab), "map collect");
     std::vector<std::string> hashes;
-    for (const auto& line : read_prompt_lines(o->prompts)) {
-      auto ids = s.tokenizer->encode(line, s.tokenizer->add_bos_default());
-      if (ids.empty()) continue;
-      hashes.push_back(map::prompt_hash(ids));
-      prompts.push_back(std::move(ids));
-    }
+    for (const auto& p : prompts) hashes.push_back(map::prompt_hash(p));
     const map::PromptSplit split = map::PromptSplit::make(hashes, nc, ne, o->seed);
     const int threads = resolve_threads(o->threads);
     model::Engine se(s.model, {threads}), te(t.model, {threads});
@@ -175,7 +176,7 @@ void add_collect(CLI::App& m) {
 void add_fit(CLI::App& m) {
   auto* c = m.add_subcommand("fit", "Fit per-layer, per-head K/V maps (closed-form ridge/affine in f64)");
   struct Opts {
-    std::string calibration, output, kind = "ridge", receipt;
+    std::string calibration, output, kind = "ridge", receipt, relation;
     double lambda = 1e-3;
     bool anchor = false, residual = false, force = false;
   };
@@ -187,6 +188,7 @@ void add_fit(CLI::App& m) {
   c->add_flag("--residual-maps", o->residual, "Also fit residual maps at boundaries (s, L) for anchors a > s");
   c->add_option("--output", o->output, "Mapper directory")->required();
   c->add_option("--receipt", o->receipt, "Bridge receipt path (default: OUTPUT.receipt.json)");
+  add_relation_option(c, o->relation, "how source and target relate (required; recorded, never inferred)")->required();
   c->add_flag("--force", o->force, "Replace an existing output");
   c->callback([o] {
     for (const std::string& out : {o->output, receipt_path_for(o->output, o->receipt)})
@@ -197,6 +199,7 @@ void add_fit(CLI::App& m) {
     mo.lambda = o->lambda;
     mo.anchor_identity = o->anchor;
     mo.residual_maps = o->residual;
+    mo.relation = o->relation;
     const map::Mapper mp = map::fit_mapper(set, mo);
     const std::string rpath = receipt_path_for(o->output, o->receipt);
     if (!o->force && path_exists(rpath)) fail(rpath, "already exists; refusing to overwrite it (pass --force)");
@@ -205,6 +208,7 @@ void add_fit(CLI::App& m) {
     r.source = endpoint(mp.source, mp.tokenizer_identity);
     r.target = endpoint(mp.target, mp.tokenizer_identity);
     r.kind = map::mapper_kind_name(mp.kind);
+    r.relation = mp.relation;
     r.mapper_hash = mp.kind == map::MapperKind::identity ? "" : mp.hash();
     std::vector<std::string> roles;
     for (int l = 0; l < mp.target.n_layers; ++l) roles.push_back(l < mp.shared_layers ? "reused" : "mapped");
@@ -230,8 +234,8 @@ void add_fit(CLI::App& m) {
     r.created_by = "ember map fit";
     r.notes = "K/V reconstruction R² over mapped layers on held-out prompts; no behavioural evaluation";
     contract::write_receipt(rpath, r, o->force);
-    std::printf("mapper %s (%s, lambda %g%s), split %s\n", mp.hash().c_str(), map::mapper_kind_name(mp.kind),
-                mp.lambda, mp.anchor_identity ? ", anchored at identity" : "", mp.split_hash.c_str());
+    std::printf("mapper %s (%s, %s, lambda %g%s), split %s\n", mp.hash().c_str(), map::mapper_kind_name(mp.kind),
+                mp.relation.c_str(), mp.lambda, mp.anchor_identity ? ", anchored at identity" : "", mp.split_hash.c_str());
     std::printf("%-6s %-5s %12s %12s %12s %12s\n", "layer", "head", "K R2 train", "K R2 eval", "V R2 train", "V R2 eval");
     for (int l = 0; l < mp.target.n_layers; ++l)
       for (int h = 0; h < mp.target.n_kv_heads; ++h) {
@@ -247,14 +251,16 @@ void add_fit(CLI::App& m) {
 void add_apply(CLI::App& m) {
   auto* c = m.add_subcommand("apply", "Map a source snapshot into a mapped cache for the target (ember.kv-mapped.v1)");
   struct Opts {
-    std::string mapper, snapshot, target, output, receipt, sign, registry;
+    std::string mapper, snapshot, target, tokenizer, output, receipt, sign, registry, relation;
     bool force = false;
     kv::TrustRequirements trust;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("--mapper", o->mapper, "Mapper directory (map fit)")->required();
+  add_relation_option(c, o->relation, "default: the mapper's (a different one is refused)");
   c->add_option("--snapshot", o->snapshot, "Source snapshot (directory or .kvc)")->required();
   c->add_option("--target", o->target, "Target model (GGUF): its coordinates go into the mapped cache")->required();
+  c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json of the target (default: the GGUF's own)");
   c->add_option("--output", o->output, "Mapped cache directory")->required();
   c->add_option("--receipt", o->receipt, "Bridge receipt path (default: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace an existing output");
@@ -264,7 +270,7 @@ void add_apply(CLI::App& m) {
   c->callback([o] {
     const std::string where = "map apply";
     for (const std::string& out : {o->output, receipt_path_for(o->output, o->receipt)})
-      refuse_output_is_input(out, {o->mapper, o->snapshot, o->target});
+      refuse_output_is_input(out, {o->mapper, o->snapshot, o->target, o->tokenizer});
     const map::Mapper mp = map::Mapper::read(o->mapper);
     const kv::Snapshot src = kv::load_state(o->snapshot);
     check_artifact_trust(o->snapshot, src.manifest, o->trust);
@@ -272,7 +278,7 @@ void add_apply(CLI::App& m) {
       fail_field(where, "snapshot model identity", mp.source.identity + " (the mapper's source)", src.manifest.model.identity);
     if (src.manifest.tokenizer.identity != mp.tokenizer_identity)
       fail_field(where, "snapshot tokenizer identity", mp.tokenizer_identity, src.manifest.tokenizer.identity);
-    const Loaded t = load(o->target);
+    const Loaded t = load_model({o->target, o->tokenizer, ""});
     if (t.model->identity() != mp.target.identity)
       fail_field(where, "target model identity", mp.target.identity + " (the mapper's target)", t.model->identity());
     model::Engine te(t.model, {});
@@ -291,6 +297,7 @@ void add_apply(CLI::App& m) {
     out.cache.n_pos = src.cache.n_pos;
     map::map_layers(mp, rope_config_of(src.manifest), tc, src.cache, mp.shared_layers, 0, tc.n_layers, out.cache);
     out.mapping.kind = map::mapper_kind_name(mp.kind);
+    out.mapping.relation = relation_of(mp, o->relation, where);
     out.mapping.mapper_hash = mp.hash();
     out.mapping.calibration_split_hash = mp.split_hash;
     out.mapping.shared_layers = mp.shared_layers;
@@ -307,6 +314,7 @@ void add_apply(CLI::App& m) {
     r.source = endpoint(mp.source, mp.tokenizer_identity);
     r.target = endpoint(mp.target, mp.tokenizer_identity);
     r.kind = out.mapping.kind;
+    r.relation = out.mapping.relation;
     r.mapper_hash = mp.kind == map::MapperKind::identity ? "" : mp.hash();
     r.layers = plan_of(out.mapping.layer_roles);
     if (mp.kind != map::MapperKind::identity)
@@ -315,7 +323,7 @@ void add_apply(CLI::App& m) {
     r.created_by = "ember map apply";
     r.notes = "mapped cache of " + std::to_string(out.cache.n_pos) + " positions; not evaluated";
     contract::write_receipt(rpath, r, o->force);
-    std::cout << "mapped cache (" << out.mapping.kind << ", mapper " << out.mapping.mapper_hash << ") of "
+    std::cout << "mapped cache (" << out.mapping.kind << ", " << out.mapping.relation << ", mapper " << out.mapping.mapper_hash << ") of "
               << out.cache.n_pos << " positions: layers [0, " << mp.shared_layers << ") reused, ["
               << mp.shared_layers << ", " << tc.n_layers << ") mapped\nwrote " << o->output << "\n";
     print_seal(out.manifest, &out.mapping);
@@ -325,7 +333,7 @@ void add_apply(CLI::App& m) {
 void add_replay(CLI::App& m) {
   auto* c = m.add_subcommand("replay", "Resume the target model from a mapped cache (ember.kv-mapped.v1)");
   struct Opts {
-    std::string mapped, model;
+    std::string mapped, model, tokenizer;
     int n = 16, threads = 0;
     bool allow_past_context = false;
     kv::TrustRequirements trust;
@@ -334,13 +342,14 @@ void add_replay(CLI::App& m) {
   add_trust_flags(c, o->trust);
   c->add_option("--mapped", o->mapped, "Mapped cache directory")->required();
   c->add_option("--model", o->model, "Target model (GGUF)")->required();
+  c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
   c->add_option("-n", o->n, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
   add_threads_option(c, o->threads);
   add_past_context_flag(c, o->allow_past_context);
   c->callback([o] {
     const kv::MappedState st = kv::read_mapped_state(o->mapped);
     check_artifact_trust(o->mapped, st.manifest, o->trust);
-    const Loaded t = load(o->model);
+    const Loaded t = load_model({o->model, o->tokenizer, ""});
     model::Engine te(t.model, {resolve_threads(o->threads), o->allow_past_context});
     check_positions(te, int64_t(st.cache.n_pos) + 1, o->mapped, "geometry.positions + the resume token",
                     o->n, "-n");
@@ -376,14 +385,18 @@ contract::BridgeReceipt hybrid_receipt(const Loaded& s, const Loaded& t, const m
 void add_hybrid(CLI::App& m) {
   auto* c = m.add_subcommand("hybrid", "Recompute-anchor handoff: reuse shared layers, map [s, a), recompute [a, L)");
   struct Opts {
-    std::string source, target, prompt, mapper, output, json, receipt, registry;
+    std::string source, target, prompt, prompt_ids, tokenizer, mapper, output, json, receipt, registry, relation;
     int anchor = -1, n = 16, threads = 1;
     bool check = false, force = false;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("--source", o->source, "Source model (GGUF)")->required();
   c->add_option("--target", o->target, "Target model (GGUF)")->required();
-  c->add_option("--prompt", o->prompt, "Prompt text")->required();
+  c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json for both models (default: each GGUF's own)");
+  auto* prompt = c->add_option("--prompt", o->prompt, "Prompt text");
+  auto* prompt_ids = c->add_option("--prompt-ids", o->prompt_ids, "Prompt as comma-separated token ids (no BOS added)");
+  prompt->excludes(prompt_ids);
+  add_relation_option(c, o->relation, "required with --output/--receipt unless --mapper (then: the mapper's)");
   c->add_option("--anchor", o->anchor, "Anchor a (default: s, the exact hybrid)");
   c->add_option("--mapper", o->mapper, "Mapper directory (needed when a > s)");
   c->add_option("-n", o->n, "Tokens to generate")->check(CLI::Range(1, 1 << 16));
@@ -394,11 +407,13 @@ void add_hybrid(CLI::App& m) {
   c->add_option("--receipt", o->receipt, "Write a bridge receipt (default with --output: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace existing outputs");
   add_registry_option(c, o->registry);
-  c->callback([o] {
+  c->callback([o, prompt, prompt_ids] {
     const std::string where = "map hybrid";
     for (const std::string& out : {o->output, o->json, o->receipt})
-      refuse_output_is_input(out, {o->source, o->target, o->mapper});
-    const Loaded s = load(o->source), t = load(o->target);
+      refuse_output_is_input(out, {o->source, o->target, o->mapper, o->tokenizer});
+    if (prompt->count() + prompt_ids->count() == 0)
+      fail_field(where, "prompt", "--prompt TEXT or --prompt-ids LIST", "neither");
+    const Loaded s = load_model({o->source, o->tokenizer, ""}), t = load_model({o->target, o->tokenizer, ""});
     require_same_tokenizer(s, t, where);
     std::unique_ptr<map::Mapper> mp;
     if (!o->mapper.empty()) mp = std::make_unique<map::Mapper>(map::Mapper::read(o->mapper));
@@ -410,7 +425,17 @@ void add_hybrid(CLI::App& m) {
     q.kind = "hybrid";
     q.mapper_hash = mp ? mp->hash() : "";
     const std::string registration = registration_of(o->registry, q);
-    const std::vector<int32_t> ids = s.tokenizer->encode(o->prompt, s.tokenizer->add_bos_default());
+    std::string relation = mp ? relation_of(*mp, o->relation, where) : o->relation;
+    if (relation.empty() && (!o->output.empty() || !o->receipt.empty()))
+      fail_field(where, "--relation", "quantization-boundary, same-base or cross-model (an artifact is written)", "none");
+    const bool by_ids = prompt_ids->count() > 0;
+    const std::vector<int32_t> ids =
+        by_ids ? parse_token_ids("--prompt-ids", o->prompt_ids) : s.tokenizer->encode(o->prompt, s.tokenizer->add_bos_default());
+    for (int32_t id : ids)
+      if (id >= s.model->config().n_vocab || id >= t.model->config().n_vocab)
+        fail_field(where, "--prompt-ids", "ids below both vocabulary sizes", std::to_string(id));
+    if (ids.size() < 2)
+      fail_field(where, by_ids ? "--prompt-ids" : "--prompt", "at least 2 tokens (BOS included)", std::to_string(ids.size()));
     const int threads = resolve_threads(o->threads);
     model::Engine se(s.model, {threads}), te(t.model, {threads});
     map::HybridRun run = map::run_hybrid(se, te, *s.model, *t.model, mp.get(), ids, o->anchor, where);
@@ -420,6 +445,7 @@ void add_hybrid(CLI::App& m) {
     if (!o->output.empty()) {
       kv::MappedState st = map::hybrid_mapped_state(run, te, t.tokenizer->identity(), s.model->identity(), mp.get());
       st.mapping.registration = registration;
+      st.mapping.relation = relation;
       kv::write_mapped_state(st, o->output, o->force);
     }
     std::fprintf(stderr, "ember: handoff s = %d, a = %d, L = %d:", sl, a, L);
@@ -429,9 +455,10 @@ void add_hybrid(CLI::App& m) {
     std::vector<float> logits = te.forward(cache, std::span<const int32_t>(&run.resume_token, 1));
     const std::vector<float> first = logits;
     std::vector<int32_t> out_ids;
-    std::cout << o->prompt;
+    if (!by_ids) std::cout << o->prompt;
     print_greedy(te, *t.tokenizer, cache, logits, o->n, &out_ids);
     contract::BridgeReceipt rc = hybrid_receipt(s, t, mp.get(), run);
+    rc.relation = relation;
     const std::string rpath = o->receipt.empty() && !o->output.empty() ? receipt_path_for(o->output, "") : o->receipt;
     nlohmann::json j = {{"source", s.model->identity()}, {"target", t.model->identity()},
                         {"shared_layers", sl}, {"anchor", a}, {"handoff", report.to_json()},

@@ -10,6 +10,7 @@
 #include "cli/limits.h"
 #include "cli/model_loader.h"
 #include "cli/pack_tokens.h"
+#include "cli/prompt_input.h"
 #include "cli/prompt_text.h"
 #include "cli/token_ids.h"
 #include "gguf/gguf_file.h"
@@ -24,42 +25,41 @@ namespace ember::cli {
 namespace {
 
 struct RunArgs {
-  std::string model, tokenizer, prompt, prompt_ids, dump_logits;
-  bool has_prompt_ids = false;  // --prompt-ids was given (an empty list is an error, not "absent")
+  std::string model, tokenizer, dump_logits;
+  PromptInput p;  // --prompt, --prompt-file, --messages, --prompt-ids (cli/prompt_input.h)
   std::string pack, allow;  // --pack: DOMCAP1 capability pack, checked against --allow
   int n = 64;
   int threads = 0;
   float temp = 0.0f, top_p = 1.0f;
   int top_k = 0;
   uint64_t seed = 0;
-  bool no_bos = false, ignore_eos = false, force = false, quiet = false;
+  bool ignore_eos = false, force = false, quiet = false;
   bool allow_past_context = false;
 };
 
 void run(const RunArgs& a) {
   if (!a.dump_logits.empty())
     for (const std::string& out : {a.dump_logits, a.dump_logits + ".tokens"})
-      refuse_output_is_input(out, {a.model, a.tokenizer, a.pack});
+      refuse_output_is_input(out, {a.model, a.tokenizer, a.pack, a.p.file, a.p.messages, a.p.chat.tokenizer_config});
   LoadedModel loaded = load_model({a.model, a.tokenizer, ""}, TokenizerNeed::optional);
   const std::shared_ptr<const model::Model> model = std::move(loaded.model);
   const model::ModelConfig& cfg = model->config();
   const std::unique_ptr<tok::Tokenizer> tokenizer = std::move(loaded.tokenizer);
 
+  const bool has_ids = a.p.ids_option->count() > 0;
   std::vector<int32_t> prompt;
-  if (a.has_prompt_ids) {
-    prompt = parse_token_ids("--prompt-ids", a.prompt_ids);
-  } else {
-    if (!tokenizer)
-      fail_field(a.model, "tokenizer", "tokenizer metadata in the GGUF or --tokenizer JSON "
-                 "(or pass --prompt-ids)", "none");
+  if (!a.pack.empty()) {
     // --pack: validated briefing (schema, allowlist, size in characters and tokens), then
-    // the prompt; its token cost is reported on stderr (docs/contracts.md).
-    const std::string& prompt_text = checked_prompt_text(a.prompt, "--prompt");
-    const bool bos = !a.no_bos && tokenizer->add_bos_default();
-    prompt = a.pack.empty() ? tokenizer->encode(prompt_text, bos)
-                            : apply_pack(a.pack, a.allow, *tokenizer, prompt_text, bos);
-    if (prompt.empty()) fail_field("--prompt", "tokens", "at least one", "none");
+    // the --prompt text; its token cost is reported on stderr (docs/contracts.md).
+    if (!tokenizer)
+      fail_field(a.model, "tokenizer", "tokenizer metadata in the GGUF or --tokenizer JSON", "none");
+    if (a.p.text_option->count() == 0) fail_field("--pack", "prompt", "--prompt TEXT", "another prompt source");
+    const bool bos = !a.p.no_bos && tokenizer->add_bos_default();
+    prompt = apply_pack(a.pack, a.allow, *tokenizer, checked_prompt_text(a.p.text, "--prompt"), bos);
+  } else {
+    prompt = prompt_input_ids(a.p, tokenizer.get(), a.model);
   }
+  if (prompt.empty()) fail_field(has_ids ? "--prompt-ids" : "prompt", "tokens", "at least one", "none");
   for (int32_t id : prompt)
     if (id >= cfg.n_vocab)
       fail_field("prompt", "token id", "below the vocabulary size " + std::to_string(cfg.n_vocab),
@@ -69,7 +69,7 @@ void run(const RunArgs& a) {
   const int threads = resolve_threads(a.threads);
   model::Engine engine(model, model::EngineOptions{threads, a.allow_past_context});
   // Refused before anything runs; the cache holds the prompt and grows as tokens come.
-  check_positions(engine, int64_t(prompt.size()), a.has_prompt_ids ? "--prompt-ids" : "--prompt",
+  check_positions(engine, int64_t(prompt.size()), has_ids ? "--prompt-ids" : "prompt",
                   "tokens", a.n, "-n");
   model::KvCache cache = engine.new_cache(int(prompt.size()));
   model::SamplingParams sp;
@@ -147,14 +147,11 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("--model", args->model, "GGUF model file")->required();
   cmd->add_option("--tokenizer", args->tokenizer,
                   "Hugging Face tokenizer.json (default: the GGUF's own tokenizer)");
-  auto* prompt = cmd->add_option("--prompt", args->prompt, "prompt text");
-  auto* ids = cmd->add_option("--prompt-ids", args->prompt_ids,
-                              "prompt as comma-separated token ids (used as given: no BOS added)");
-  prompt->excludes(ids);
+  add_prompt_input_flags(cmd, args->p);
   auto* pack = cmd->add_option("--pack", args->pack,
                                "DOMCAP1 capability pack: validate it, prepend its briefing to --prompt");
   cmd->add_option("--allow", args->allow, "host tool allowlist that --pack is checked against");
-  pack->excludes(ids);
+  pack->excludes(cmd->get_option("--prompt-ids"));
   cmd->add_option("-n", args->n, "selection steps (tokens to generate)")->capture_default_str();
   add_threads_option(cmd, args->threads);
   add_past_context_flag(cmd, args->allow_past_context);
@@ -165,14 +162,14 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("--dump-logits", args->dump_logits,
                   "write every step's f32 logits [steps][vocab] to FILE and the prompt + chosen "
                   "ids (int32) to FILE.tokens");
-  cmd->add_flag("--no-bos", args->no_bos, "do not prepend BOS to --prompt");
   cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop at end-of-generation tokens");
   cmd->add_flag("--force", args->force, "overwrite existing --dump-logits files");
   cmd->add_flag("--quiet", args->quiet, "no statistics line on stderr");
-  cmd->callback([args, ids] {
-    args->has_prompt_ids = ids->count() > 0;
-    if (args->prompt.empty() && !args->has_prompt_ids)
-      fail_field("ember run", "prompt", "--prompt TEXT or --prompt-ids LIST", "neither");
+  cmd->callback([args] {
+    if (!has_prompt_input(args->p))
+      fail_field("ember run", "prompt", "--prompt TEXT, --prompt-file F, --messages CONV.json or --prompt-ids LIST",
+                 "none");
+    args->p.chat.model = args->model;
     run(*args);
   });
 }

@@ -4,6 +4,8 @@
 
 #include "cli/limits.h"
 #include "cli/map_commands.h"
+#include "cli/model_loader.h"
+#include "cli/prompt_list.h"
 #include "map/split.h"
 #include "map/sweep.h"
 #include "util/atomic_file.h"
@@ -22,7 +24,9 @@ void register_sweep_command(CLI::App& study) {
   auto force = std::make_shared<bool>(false);
   c->add_option("--source", o->source_path, "Source model (GGUF)")->required();
   c->add_option("--target", o->target_path, "Target model (GGUF)")->required();
-  c->add_option("--prompts", o->prompts_path, "Prompts file, one per line")->required();
+  auto prompts = std::make_shared<PromptListArgs>();
+  add_prompt_list_flags(c, *prompts);
+  c->add_option("--tokenizer", o->tokenizer_path, "Hugging Face tokenizer.json for both models (default: each GGUF's own)");
   c->add_option("--split", *split, "Calibration:evaluation prompt counts (frozen split)");
   c->add_option("--seed", o->seed, "Split seed");
   c->add_option("--lambda", o->lambda, "The one ridge penalty (affine maps, L2 anchor toward identity)");
@@ -41,10 +45,19 @@ void register_sweep_command(CLI::App& study) {
     opts.n_calib = n_calib;
     opts.n_eval = n_eval;
     for (const std::string* p : {json_path.get(), html_path.get()})
-      refuse_output_is_input(*p, {o->source_path, o->target_path, o->prompts_path});
+      refuse_output_is_input(*p, {o->source_path, o->target_path, prompts->prompts, prompts->prompt_ids,
+                                  o->tokenizer_path, prompts->chat.tokenizer_config});
     for (const std::string* p : {json_path.get(), html_path.get()})
       if (!p->empty() && !*force && path_exists(*p))
         fail(*p, "already exists; refusing to overwrite it (pass --force to replace it)");
+    {
+      // The prompts as ids, read as map collect reads them (cli/prompt_list.h).
+      PromptListArgs pl = *prompts;
+      pl.chat.model = o->source_path;
+      const LoadedModel src = load_model({o->source_path, o->tokenizer_path, ""});
+      opts.prompts = read_prompt_list(pl, *src.tokenizer, src.model->config().n_vocab, "study sweep");
+      if (opts.prompts.empty()) fail_field("study sweep", "prompts", "at least one non-empty prompt", "none");
+    }
     const map::SweepResult r = map::run_sweep(opts);
     std::cout << r.table();
     if (!json_path->empty()) write_file_atomic(*json_path, r.to_json().dump(2) + "\n", *force);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/chat_prompt.h"
 #include "cli/commands.h"
 #include "cli/prompt_text.h"
 #include "cli/token_ids.h"
@@ -40,7 +41,8 @@ std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohma
 void register_tokenize_commands(CLI::App& app) {
   struct TokenizeArgs {
     Source src;
-    std::string prompt, file;
+    std::string prompt, file, messages;
+    ChatTemplateArgs chat;
     bool json = false, no_bos = false, no_special = false;
   };
   auto args = std::make_shared<TokenizeArgs>();
@@ -48,17 +50,35 @@ void register_tokenize_commands(CLI::App& app) {
   add_source_options(tk, args->src);
   auto* p = tk->add_option("--prompt", args->prompt, "Text to encode");
   auto* f = tk->add_option("--file", args->file, "Read the text to encode from a file (bytes as they are)");
+  auto* m = tk->add_option("--messages", args->messages,
+                           "Encode a conversation JSON through the chat template (docs/templates.md): no BOS is "
+                           "added (the template writes its own)");
   p->excludes(f);
   f->excludes(p);
+  m->excludes(p);
+  m->excludes(f);
+  add_chat_render_options(tk, args->chat, /*with_config=*/true);
   tk->add_flag("--json", args->json, "Print one JSON object: {ids, pieces, n_tokens, tokenizer}");
   tk->add_flag("--no-bos", args->no_bos, "Do not prepend BOS even if the model adds it by default");
   tk->add_flag("--no-special", args->no_special, "Treat control tokens written in the text as plain text");
-  tk->callback([args, p, f] {
-    if (p->count() == 0 && f->count() == 0) fail_field("tokenize", "--prompt / --file", "one of them", "neither");
+  tk->callback([args, p, f, m] {
+    if (p->count() + f->count() + m->count() == 0)
+      fail_field("tokenize", "--prompt / --file / --messages", "one of them", "none");
     const auto t = load(args->src);
-    const std::string text = args->file.empty() ? checked_prompt_text(args->prompt, "--prompt") : read_prompt_file(args->file);
-    const bool add_bos = t->add_bos_default() && !args->no_bos;
-    const auto ids = t->encode(text, add_bos, !args->no_special);
+    bool add_bos = t->add_bos_default() && !args->no_bos;
+    std::vector<int32_t> ids;
+    if (m->count() != 0) {
+      if (args->no_special) fail_field("tokenize", "--no-special", "not with --messages (control tokens are the template's)", "both");
+      ChatTemplateArgs chat = args->chat;
+      chat.model = args->src.model;
+      add_bos = false;
+      ids = chat_prompt_ids(*t, load_chat_template(chat, "tokenize --messages"),
+                            tmpl::read_messages_file(args->messages), render_options(chat));
+    } else {
+      const std::string text =
+          args->file.empty() ? checked_prompt_text(args->prompt, "--prompt") : read_prompt_file(args->file);
+      ids = t->encode(text, add_bos, !args->no_special);
+    }
     if (args->json) {
       nlohmann::json j;
       j["ids"] = ids;

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "ember 0.1.0");
   ember::cli::register_model_commands(app);
   ember::cli::register_tokenize_commands(app);
+  ember::cli::register_template_commands(app);
   ember::cli::register_run_command(app);
   CLI::App* kv = app.add_subcommand("kv", "KV snapshots: export, verify, replay, compare, perturb");
   kv->require_subcommand(1);

@@ -23,7 +23,7 @@ json endpoint_json(const Endpoint& e) {
   return j;
 }
 
-constexpr const char* kBridgeFormat = "ember.bridge-receipt.v1";
+constexpr const char* kBridgeFormat = "ember.bridge-receipt.v2";
 
 // The checks below read fields the schema guarantees (types, presence), so they run only on
 // a schema-valid bridge receipt: any other document, a schema-invalid receipt included, has
@@ -105,11 +105,12 @@ std::vector<std::string> receipt_evidence_mismatches(const json& r, const std::s
 
 json BridgeReceipt::to_json() const {
   json j;
-  j["format"] = "ember.bridge-receipt.v1";
+  j["format"] = kBridgeFormat;
   if (!created_by.empty()) j["created_by"] = created_by;
   j["source"] = endpoint_json(source);
   j["target"] = endpoint_json(target);
-  json t = {{"kind", kind}, {"mapper_hash", mapper_hash.empty() ? json(nullptr) : json(mapper_hash)}};
+  json t = {{"kind", kind}, {"relation", relation},
+            {"mapper_hash", mapper_hash.empty() ? json(nullptr) : json(mapper_hash)}};
   if (lambda) t["lambda"] = *lambda;
   if (anchor_lambda) t["anchor_lambda"] = *anchor_lambda;
   if (layers)
@@ -163,6 +164,12 @@ DocumentCheck validate_document(const json& doc, std::string_view where) {
   auto it = doc.find("format");
   if (it == doc.end() || !it->is_string())
     fail_field(where, "format", "a string naming the document kind", it == doc.end() ? "no field" : it->dump());
+  // v1 had no relation label: refused by name rather than read with a guessed one.
+  if (*it == "ember.bridge-receipt.v1")
+    fail_field(where, "format",
+               std::string(kBridgeFormat) + " (v1 receipts carry no relation label and are no longer accepted; "
+               "re-run the ember map command that wrote it)",
+               "\"ember.bridge-receipt.v1\"");
   const JsonSchema& schema = schema_for_format(it->get<std::string>(), where);
   std::string stem = schema.name();
   stem = stem.substr(stem.find('/') + 1);

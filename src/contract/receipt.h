@@ -5,7 +5,7 @@
 // Typical use (ember map fit/apply/hybrid):
 //   contract::BridgeReceipt r;
 //   r.source = {src_identity, "llama", tok_identity, "a.gguf"};  r.target = {...};
-//   r.kind = "ridge"; r.mapper_hash = mapper_hex; r.calibration = {{split_hex, 320, 80}};
+//   r.kind = "ridge"; r.relation = "quantization-boundary"; r.mapper_hash = mapper_hex; r.calibration = {{split_hex, 320, 80}};
 //   r.held_out = true; r.metrics["k_r2_mean"] = 0.91;
 //   contract::write_receipt(out_dir + "/receipt.json", r, force);   // validates first
 // A receipt may say status "validated" only with held-out evaluation (n_comparisons >= 1,
@@ -48,6 +48,9 @@ struct Evidence {
 struct BridgeReceipt {
   Endpoint source, target;
   std::string kind = "identity";  // identity | ridge | affine | hybrid
+  // quantization-boundary | same-base | cross-model: as the user stated it (--relation), never
+  // inferred; required by the schema (ember.bridge-receipt.v2).
+  std::string relation;
   std::string mapper_hash;        // empty -> null (identity; hybrid without mapped layers)
   std::optional<double> lambda, anchor_lambda;
   std::optional<LayerPlan> layers;

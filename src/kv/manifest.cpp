@@ -233,6 +233,13 @@ SnapshotManifest read_fields(const nlohmann::json& doc, StrictObject& top, const
 MappedProvenance read_provenance(StrictObject o) {
   MappedProvenance p;
   p.kind = o.string("kind", 32);
+  // Mapped caches written before the relation label have none: refused by name, not guessed.
+  if (!o.has("relation"))
+    fail_field(o.where(), "mapping.relation",
+               "quantization-boundary, same-base or cross-model (mapped caches written before the relation "
+               "label are refused; re-run map apply or map hybrid)",
+               "none");
+  p.relation = o.string("relation", 32);
   p.mapper_hash = o.string("mapper_hash", 128);
   p.calibration_split_hash = o.string("calibration_split_hash", 128);
   p.shared_layers = int(o.integer("shared_layers", 0, kMaxLayers));
@@ -434,8 +441,15 @@ void ForeignProvenance::validate(const std::string& where) const {
   if (source_bytes == 0) fail_field(where, "foreign.source_bytes", "> 0", "0");
 }
 
+bool is_relation(const std::string& s) {
+  for (const char* r : kRelations)
+    if (s == r) return true;
+  return false;
+}
+
 ordered_json MappedProvenance::to_json() const {
   ordered_json j = {{"kind", kind},
+          {"relation", relation},
           {"mapper_hash", mapper_hash},
           {"calibration_split_hash", calibration_split_hash},
           {"shared_layers", shared_layers},
@@ -450,6 +464,7 @@ ordered_json MappedProvenance::to_json() const {
 
 void MappedProvenance::validate(const SnapshotManifest& m, const std::string& where) const {
   require_one_of(where, "mapping.kind", kind, {"identity", "ridge", "affine", "hybrid"});
+  require_one_of(where, "mapping.relation", relation, {kRelations[0], kRelations[1], kRelations[2]});
   if (kind != "hybrid" && mapper_hash.empty())
     fail_field(where, "mapping.mapper_hash", "the mapper's hash", "empty");
   if (!mapper_hash.empty()) require_hex64(where, "mapping.mapper_hash", mapper_hash);

@@ -182,8 +182,16 @@ std::string prefix_hash(const std::vector<int32_t>& tokens);
 // format's; one parser, one reader and one writer serve both (docs/mapping.md).
 inline constexpr const char* kMappedFormat = "ember.kv-mapped";
 
+// How the source and the target of a translation relate, as the user stated it (map fit /
+// map hybrid --relation; docs/mapping.md, "Relation"): the same weights in two storage types,
+// two models sharing a base, or different models. Recorded in mappers, mapped caches and
+// receipts, never inferred.
+inline constexpr const char* kRelations[] = {"quantization-boundary", "same-base", "cross-model"};
+bool is_relation(const std::string& s);
+
 struct MappedProvenance {
   std::string kind;               // identity | ridge | affine | hybrid
+  std::string relation;           // one of kRelations
   std::string mapper_hash;        // "" only for an unmapped hybrid (a == s)
   std::string calibration_split_hash;
   int shared_layers = 0;          // s

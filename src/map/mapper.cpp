@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kv/snapshot.h"
 #include "util/json_fields.h"
 #include "util/json_strict.h"
 #include "util/atomic_file.h"
@@ -79,6 +80,7 @@ nlohmann::json Mapper::manifest() const {
   nlohmann::json m;
   m["format"] = kMapperFormat;
   m["kind"] = mapper_kind_name(kind);
+  m["relation"] = relation;
   m["lambda"] = lambda;
   m["affine"] = affine;
   m["anchor_identity"] = anchor_identity;
@@ -119,6 +121,9 @@ std::string Mapper::hash() const {
 }
 
 void Mapper::write(const std::string& dir, bool force) const {
+  if (!kv::is_relation(relation))
+    fail_field(dir, "relation", "quantization-boundary, same-base or cross-model (--relation)",
+               relation.empty() ? "none" : "'" + relation + "'");
   AtomicDirectory out(dir, force);
   {
     auto f = out.create("weights.f64le");
@@ -147,9 +152,17 @@ Mapper Mapper::parse(const std::string& manifest_text, const uint8_t* weights, s
   // Every key is read (done() refuses the rest), so the mapper hash, recomputed from what
   // was read, covers the whole manifest: an added field cannot ride along unhashed.
   StrictObject top(m, "", mpath);
+  if (top.has("format") && m["format"] == "ember.kv-mapper.v1")
+    fail_field(mpath, "format",
+               std::string(kMapperFormat) + " (v1 mappers carry no relation label and are no longer read; refit "
+               "with map fit --relation)",
+               "ember.kv-mapper.v1");
   top.expect_string("format", kMapperFormat);
   Mapper mp;
   mp.kind = parse_mapper_kind(top.string("kind", 64), mpath);
+  mp.relation = top.string("relation", 32);
+  if (!kv::is_relation(mp.relation))
+    fail_field(mpath, "relation", "quantization-boundary, same-base or cross-model", "'" + mp.relation + "'");
   mp.lambda = top.number("lambda");
   mp.affine = top.boolean("affine");
   mp.anchor_identity = top.boolean("anchor_identity");
@@ -234,11 +247,12 @@ Mapper Mapper::parse(const std::string& manifest_text, const uint8_t* weights, s
 }
 
 Mapper identity_mapper(const ModelGeometry& source, const ModelGeometry& target,
-                       const std::string& tokenizer_identity, int shared_layers) {
+                       const std::string& tokenizer_identity, int shared_layers, const std::string& relation) {
   if (!source.same_shape(target))
     fail_field("identity mapper", "target geometry", "the source's geometry", "a different one");
   Mapper m;
   m.kind = MapperKind::identity;
+  m.relation = relation;
   m.source = source;
   m.target = target;
   m.tokenizer_identity = tokenizer_identity;
@@ -293,7 +307,7 @@ Mapper fit_mapper(const CalibrationSet& set, const MapperOptions& options,
   const std::string where = "map fit";
   set.validate(where);
   if (options.kind == MapperKind::identity)
-    return identity_mapper(set.source, set.target, set.tokenizer_identity, set.shared_layers);
+    return identity_mapper(set.source, set.target, set.tokenizer_identity, set.shared_layers, options.relation);
   // The fit gate: every block handed to the fit must be a calibration prompt of the split.
   for (size_t bi : fit_blocks) {
     if (bi >= set.blocks.size())
@@ -313,6 +327,7 @@ Mapper fit_mapper(const CalibrationSet& set, const MapperOptions& options,
   m.lambda = options.lambda;
   m.affine = options.kind == MapperKind::affine;
   m.anchor_identity = options.anchor_identity;
+  m.relation = options.relation;
   m.source = set.source;
   m.target = set.target;
   m.tokenizer_identity = set.tokenizer_identity;

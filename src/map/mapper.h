@@ -1,13 +1,14 @@
 #pragma once
-// The fitted KV mapper (artifact ember.kv-mapper.v1, docs/mapping.md): per target layer and
+// The fitted KV mapper (artifact ember.kv-mapper.v2, docs/mapping.md): per target layer and
 // KV head, a K map (pre-RoPE content space) and a V map (value state), plus optional residual
 // maps at layer boundaries (for a recompute anchor a > s). Source layer l maps to target
 // layer l and source head h to target head h; head dims may differ unless anchored.
 //
 // On disk: a directory with manifest.json and weights.f64le. The mapper hash is SHA-256 over
-// "ember.kv-mapper.v1\n" followed by the compact, key-sorted JSON of the manifest without its
+// "ember.kv-mapper.v2\n" followed by the compact, key-sorted JSON of the manifest without its
 // own "mapper_hash" field; the manifest holds the SHA-256 of weights.f64le, so the hash
-// covers every weight bit, the identities, the split hash and lambda.
+// covers every weight bit, the identities, the split hash, lambda and the relation label.
+// v2 added "relation" (kv::kRelations); a v1 mapper is refused by name (refit it).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,7 +18,7 @@
 
 namespace ember::map {
 
-inline constexpr const char* kMapperFormat = "ember.kv-mapper.v1";
+inline constexpr const char* kMapperFormat = "ember.kv-mapper.v2";
 
 enum class MapperKind { identity, ridge, affine };
 const char* mapper_kind_name(MapperKind k);
@@ -28,6 +29,7 @@ struct MapperOptions {
   double lambda = 1e-3;
   bool anchor_identity = false;  // ridge/affine: penalize ||W - I||^2 (needs equal head dims)
   bool residual_maps = false;    // also fit residual maps at boundaries (s, L)
+  std::string relation;          // kv::kRelations; required to write the mapper
 };
 
 struct HeadMaps {
@@ -47,6 +49,7 @@ struct Mapper {
   double lambda = 0;  // 0 for identity
   bool affine = false;
   bool anchor_identity = false;
+  std::string relation;  // quantization-boundary | same-base | cross-model (kv::kRelations)
   ModelGeometry source, target;
   std::string tokenizer_identity;
   std::string split_hash;  // of the calibration split ("" for an unfitted identity map)
@@ -62,7 +65,8 @@ struct Mapper {
   nlohmann::json manifest() const;
   std::string hash() const;
   void write(const std::string& dir, bool force) const;
-  // Strict read: format, payload size and SHA-256, shapes, recomputed mapper hash.
+  // Strict read: format, relation, payload size and SHA-256, shapes, recomputed mapper hash.
+  // write() refuses a mapper whose relation is not one of kv::kRelations.
   static Mapper read(const std::string& dir);
   // The same read over bytes already in memory (what read() does after opening the two files;
   // the fuzz target's entry point). mpath/wpath name the manifest and weights in errors.
@@ -72,7 +76,7 @@ struct Mapper {
 
 // The identity mapper (source K/V used as the target's). Needs equal geometry.
 Mapper identity_mapper(const ModelGeometry& source, const ModelGeometry& target,
-                       const std::string& tokenizer_identity, int shared_layers);
+                       const std::string& tokenizer_identity, int shared_layers, const std::string& relation = "");
 
 // Fits on every calibration block of the set (never an evaluation block) and scores R² on
 // both sides of the split. The overload taking block indices fits on exactly those blocks, and

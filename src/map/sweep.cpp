@@ -59,8 +59,11 @@ SweepResult run_sweep(const SweepOptions& o) {
   const std::string where = "study sweep";
   auto src_model = model::Model::load(o.source_path);
   auto tgt_model = model::Model::load(o.target_path);
-  auto src_tok = tok::Tokenizer::from_gguf(src_model->file());
-  auto tgt_tok = tok::Tokenizer::from_gguf(tgt_model->file());
+  const auto load_tok = [&](const model::Model& m) {
+    return o.tokenizer_path.empty() ? tok::Tokenizer::from_gguf(m.file()) : tok::Tokenizer::from_json_file(o.tokenizer_path);
+  };
+  auto src_tok = load_tok(*src_model);
+  auto tgt_tok = load_tok(*tgt_model);
   if (src_tok->identity() != tgt_tok->identity())
     fail_field(where, "tokenizer identity", src_tok->identity() + " (the source's)", tgt_tok->identity());
   const SharedLayers shared = shared_layers(src_model->file(), src_model->config(),
@@ -72,10 +75,12 @@ SweepResult run_sweep(const SweepOptions& o) {
     fail_field(where, "target layers", std::to_string(src.config().n_layers) + " (as the source)", std::to_string(L));
 
   // Prompts, tokenized with the shared tokenizer (BOS as the model adds it), split frozen.
+  std::vector<std::vector<int32_t>> given = o.prompts;
+  if (given.empty())
+    for (const std::string& line : read_lines(o.prompts_path)) given.push_back(src_tok->encode(line, src_tok->add_bos_default()));
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> hashes;
-  for (const std::string& line : read_lines(o.prompts_path)) {
-    auto ids = src_tok->encode(line, src_tok->add_bos_default());
+  for (auto& ids : given) {
     if (ids.size() < 2) continue;
     if (int(ids.size()) + o.greedy_steps + 1 > src.config().n_ctx && src.config().n_ctx > 0) continue;
     hashes.push_back(prompt_hash(ids));

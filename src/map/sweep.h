@@ -22,6 +22,10 @@ namespace ember::map {
 
 struct SweepOptions {
   std::string source_path, target_path, prompts_path;
+  // When non-empty: the prompts as ids (the CLI's --prompt-ids / JSONL), used instead of reading
+  // prompts_path; the same length filters apply.
+  std::vector<std::vector<int32_t>> prompts;
+  std::string tokenizer_path;   // "" -> each GGUF's own tokenizer; else this tokenizer.json for both
   int n_calib = 320, n_eval = 80;
   uint64_t seed = 1;
   double lambda = 1.0;          // affine maps with the L2 anchor toward the identity

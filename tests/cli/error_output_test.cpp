@@ -17,7 +17,7 @@ namespace {
 TEST(ErrorOutput, FileTextInAnErrorIsOneEscapedLine) {
   const map::ModelGeometry g{"a", "llama", 2, 2, 4, 8};
   const std::string dir = test::temp_dir("err_esc") + "/m";
-  map::identity_mapper(g, g, "t", 0).write(dir, false);
+  map::identity_mapper(g, g, "t", 0, "quantization-boundary").write(dir, false);
   std::string text = read_file(dir + "/manifest.json");
   text.insert(text.find('{') + 1, "\"\\u001b[2J\\u0000x\\ny\": 1,");
   write_file_atomic(dir + "/manifest.json", text, true);
@@ -33,7 +33,7 @@ TEST(ErrorOutput, FileTextInAnErrorIsOneEscapedLine) {
             std::string::npos)
       << out;
   // A string value from the file in the found part: the same.
-  map::identity_mapper(g, g, "t", 0).write(dir, true);
+  map::identity_mapper(g, g, "t", 0, "quantization-boundary").write(dir, true);
   text = read_file(dir + "/manifest.json");
   const size_t at = text.find("\"identity\"", text.find("\"kind\""));
   ASSERT_NE(at, std::string::npos);

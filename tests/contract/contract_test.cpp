@@ -70,6 +70,7 @@ TEST(StrictJson, RefusesDuplicateKeysAndDeepNesting) {
 
 BridgeReceipt ridge_receipt() {
   BridgeReceipt r;
+  r.relation = "cross-model";
   r.source = {hex('a'), "llama", hex('c'), "a.gguf"};
   r.target = {hex('b'), "llama", hex('c'), ""};
   r.kind = "ridge";
@@ -120,6 +121,28 @@ TEST(Receipt, WriteRefusesInvalidAndWritesValid) {
   write_receipt(dir + "/ok.json", ridge_receipt(), false);
   EXPECT_TRUE(validate_file(dir + "/ok.json").errors.empty());
   EXPECT_THROW(write_receipt(dir + "/ok.json", ridge_receipt(), false), Error);  // no --force
+}
+
+// The relation label (quantization-boundary | same-base | cross-model) is required, checked
+// against the list, and a v1 receipt (which had none) is refused by name.
+TEST(Receipt, RelationIsRequiredAndV1IsRefusedByName) {
+  BridgeReceipt r = ridge_receipt();
+  for (const char* rel : {"quantization-boundary", "same-base", "cross-model"}) {
+    r.relation = rel;
+    EXPECT_TRUE(validate_receipt(r.to_json()).empty()) << rel;
+    EXPECT_EQ(r.to_json()["translator"]["relation"], rel);
+  }
+  r.relation = "similar";
+  EXPECT_FALSE(validate_receipt(r.to_json()).empty());
+  json j = ridge_receipt().to_json();
+  j["translator"].erase("relation");
+  EXPECT_FALSE(validate_receipt(j).empty());
+  j = ridge_receipt().to_json();
+  j["format"] = "ember.bridge-receipt.v1";
+  const std::string e = test::error_of([&] { validate_document(j, "old.json"); });
+  EXPECT_NE(e.find("old.json: format: expected ember.bridge-receipt.v2 (v1 receipts carry no relation label"),
+            std::string::npos)
+      << e;
 }
 
 TEST(Receipt, UnknownFormatIsANamedError) {

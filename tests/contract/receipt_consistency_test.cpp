@@ -21,6 +21,7 @@ std::string hex(char c) { return std::string(64, c); }
 // A schema-valid hybrid receipt over a 5-layer target, plan reused [0,2) recomputed [2,5).
 BridgeReceipt hybrid() {
   BridgeReceipt r;
+  r.relation = "cross-model";
   r.source = {hex('a'), "llama", hex('c'), "a.gguf"};
   r.target = {hex('b'), "llama", hex('c'), "b.gguf"};
   r.kind = "hybrid";

@@ -83,6 +83,7 @@ TEST(SealCli, AMappedCacheCannotBeRelabelledNative) {
   m.manifest = s.manifest;
   m.cache = std::move(s.cache);
   m.mapping.kind = "ridge";
+  m.mapping.relation = "quantization-boundary";
   m.mapping.mapper_hash = sha256_hex("mapper");
   m.mapping.calibration_split_hash = sha256_hex("split");
   m.mapping.shared_layers = 1;

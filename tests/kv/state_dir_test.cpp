@@ -37,6 +37,7 @@ kv::MappedState make_mapped(uint32_t seed = 3) {
   m.manifest = s.manifest;
   m.cache = std::move(s.cache);
   m.mapping.kind = "ridge";
+  m.mapping.relation = "quantization-boundary";
   m.mapping.mapper_hash = sha256_hex("mapper");
   m.mapping.calibration_split_hash = sha256_hex("split");
   m.mapping.shared_layers = 1;
@@ -182,6 +183,12 @@ TEST(StateDir, MappingIsReadStrictly) {
       {"mapping.layer_roles[1]: expected one of", [](auto& j) { j["mapping"]["layer_roles"][1] = "guessed"; }},
       {"mapping.mapper_hash: expected the mapper's hash", [](auto& j) { j["mapping"]["mapper_hash"] = ""; }},
       {"mapping.shared_layers: expected an integer", [](auto& j) { j["mapping"]["shared_layers"] = "1"; }},
+      // Written before the relation label: refused by name, not read with a guessed label.
+      {"mapping.relation: expected quantization-boundary, same-base or cross-model (mapped caches written before "
+       "the relation label are refused",
+       [](auto& j) { j["mapping"].erase("relation"); }},
+      {"mapping.relation: expected one of quantization-boundary|same-base|cross-model",
+       [](auto& j) { j["mapping"]["relation"] = "similar"; }},
   };
   for (const auto& c : cases) {
     const std::string dir = write_mapped("mapping-strict");

@@ -74,7 +74,7 @@ TEST(Hybrid, TheCommandChecksBitExactnessAndWritesAMappedCache) {
   const std::string m = test::shared_path("models");
   std::string out;
   ASSERT_EQ(test::run_command(test::ember_binary() + " map hybrid --source " + m + "/stories260K.gguf --target " + m +
-                                  "/stories260K-kjv-top.gguf --prompt 'And the LORD said unto' -n 4 --check --output " +
+                                  "/stories260K-kjv-top.gguf --prompt 'And the LORD said unto' -n 4 --check --relation same-base --output " +
                                   dir + "/mapped --json " + dir + "/h.json",
                               &out),
             0)

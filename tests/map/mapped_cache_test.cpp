@@ -63,8 +63,8 @@ TEST(MappedCache, IdentityMapOntoItsOwnModelReplaysTheNativeContinuation) {
   ASSERT_EQ(test::run_command(bin + " map collect --source " + base + " --target " + base + " --prompts " +
                                   models() + "/prompts-stories-kjv.txt --split 24:8 --seed 3 --output " + dir + "/calib",
                               &out), 0) << out;
-  ASSERT_EQ(test::run_command(bin + " map fit --calibration " + dir + "/calib --kind identity --output " + dir + "/id", &out), 0) << out;
-  ASSERT_EQ(test::run_command(bin + " map fit --calibration " + dir + "/calib --kind ridge --lambda 1e-6 --output " + dir + "/ridge", &out), 0) << out;
+  ASSERT_EQ(test::run_command(bin + " map fit --calibration " + dir + "/calib --kind identity --relation quantization-boundary --output " + dir + "/id", &out), 0) << out;
+  ASSERT_EQ(test::run_command(bin + " map fit --calibration " + dir + "/calib --kind ridge --lambda 1e-6 --relation quantization-boundary --output " + dir + "/ridge", &out), 0) << out;
   // Ridge fitted source = target: W ~ I and R² ~ 1 on held-out prompts, every layer and head.
   const Mapper ridge = Mapper::read(dir + "/ridge");
   EXPECT_EQ(ridge.shared_layers, 5);  // a model shares every layer with itself
@@ -85,6 +85,18 @@ TEST(MappedCache, IdentityMapOntoItsOwnModelReplaysTheNativeContinuation) {
   EXPECT_EQ(st.cache.v, snap.cache.v);
   EXPECT_EQ(st.mapping.kind, "identity");
   EXPECT_EQ(st.mapping.mapper_hash, Mapper::read(dir + "/id").hash());
+  // The relation stated at fit time travels into the mapper, the mapped cache and every receipt.
+  EXPECT_EQ(Mapper::read(dir + "/id").relation, "quantization-boundary");
+  EXPECT_EQ(st.mapping.relation, "quantization-boundary");
+  for (const char* r : {"/id.receipt.json", "/ridge.receipt.json", "/mapped.receipt.json"})
+    EXPECT_EQ(nlohmann::json::parse(read_file(dir + r))["translator"]["relation"], "quantization-boundary") << r;
+  // map fit requires --relation; map apply refuses one that contradicts the mapper's.
+  EXPECT_EQ(test::run_command(bin + " map fit --calibration " + dir + "/calib --kind identity --output " + dir + "/x", &out), 2);
+  EXPECT_NE(out.find("--relation is required"), std::string::npos) << out;
+  EXPECT_EQ(test::run_command(bin + " map apply --mapper " + dir + "/id --snapshot " + dir + "/snap --target " + base +
+                                  " --relation cross-model --output " + dir + "/mapped2", &out), 2);
+  EXPECT_NE(out.find("map apply: --relation: expected quantization-boundary (the mapper's relation), found cross-model"),
+            std::string::npos) << out;
   // Replay through the CLI prints exactly the native continuation.
   ASSERT_EQ(test::run_command(bin + " map replay --mapped " + dir + "/mapped --model " + base + " -n 12", &out), 0) << out;
   auto m = model::Model::load(base);
@@ -130,7 +142,7 @@ TEST(MappedCache, TamperedPayloadIsRejected) {
   model::Engine e(m, {});
   auto t = tok::Tokenizer::from_gguf(m->file());
   const ModelGeometry g{m->identity(), "llama", 5, 4, 8, 64};
-  identity_mapper(g, g, t->identity(), 5).write(dir + "/id", false);
+  identity_mapper(g, g, t->identity(), 5, "quantization-boundary").write(dir + "/id", false);
   ASSERT_EQ(test::run_command(test::ember_binary() + " map apply --mapper " + dir + "/id --snapshot " + dir +
                                   "/snap --target " + base + " --output " + dir + "/mapped", &out), 0) << out;
   {
@@ -150,7 +162,7 @@ TEST(MappedCache, DuplicatedManifestKeyIsRejected) {
   auto m = model::Model::load(base);
   auto t = tok::Tokenizer::from_gguf(m->file());
   const ModelGeometry g{m->identity(), "llama", 5, 4, 8, 64};
-  identity_mapper(g, g, t->identity(), 5).write(dir + "/id", false);
+  identity_mapper(g, g, t->identity(), 5, "quantization-boundary").write(dir + "/id", false);
   std::string out;
   ASSERT_EQ(test::run_command(test::ember_binary() + " map apply --mapper " + dir + "/id --snapshot " + dir +
                                   "/snap --target " + base + " --output " + dir + "/mapped", &out), 0) << out;
@@ -178,7 +190,7 @@ TEST(MappedCache, OverflowingMapperWritesNothing) {
   auto m = model::Model::load(base);
   auto t = tok::Tokenizer::from_gguf(m->file());
   const ModelGeometry g{m->identity(), "llama", 5, 4, 8, 64};
-  Mapper mp = identity_mapper(g, g, t->identity(), 0);
+  Mapper mp = identity_mapper(g, g, t->identity(), 0, "quantization-boundary");
   mp.kind = MapperKind::ridge;
   mp.lambda = 1e-3;
   mp.split_hash = std::string(64, 'a');
@@ -207,7 +219,7 @@ TEST(MappedCache, MapReplayRefusesASymlinkedPayload) {
   auto m = model::Model::load(base);
   auto t = tok::Tokenizer::from_gguf(m->file());
   const ModelGeometry g{m->identity(), "llama", 5, 4, 8, 64};
-  identity_mapper(g, g, t->identity(), 5).write(dir + "/id", false);
+  identity_mapper(g, g, t->identity(), 5, "quantization-boundary").write(dir + "/id", false);
   std::string out;
   ASSERT_EQ(test::run_command(test::ember_binary() + " map apply --mapper " + dir + "/id --snapshot " + dir +
                                   "/snap --target " + base + " --output " + dir + "/mapped", &out), 0) << out;

@@ -90,6 +90,7 @@ TEST(Split, RejectsOverlapAndForgedHash) {
 TEST(FitGate, AnEvaluationPromptIsRefused) {
   CalibrationSet s = synthetic_set(false);
   MapperOptions o;
+  o.relation = "cross-model";
   o.kind = MapperKind::ridge;
   // Handing the fit an evaluation block is refused by name.
   size_t eval_index = 0;
@@ -112,6 +113,7 @@ TEST(FitGate, AnEvaluationPromptIsRefused) {
 TEST(Fit, SameModelGivesIdentityAndR2One) {
   const CalibrationSet s = synthetic_set(true);
   MapperOptions o;
+  o.relation = "cross-model";
   o.kind = MapperKind::ridge;
   o.lambda = 1e-6;
   o.residual_maps = true;
@@ -135,6 +137,7 @@ TEST(Fit, SameModelGivesIdentityAndR2One) {
 TEST(Fit, AffineRecoversKnownMapOnHeldOutPrompts) {
   const CalibrationSet s = synthetic_set(false);
   MapperOptions o;
+  o.relation = "cross-model";
   o.kind = MapperKind::affine;
   o.lambda = 1e-8;
   const Mapper m = fit_mapper(s, o);
@@ -162,6 +165,7 @@ TEST(Calibration, RoundTripAndCorruption) {
     EXPECT_EQ(back.blocks[i].part, s.blocks[i].part);
   }
   MapperOptions o;
+  o.relation = "cross-model";
   EXPECT_EQ(fit_mapper(back, o).hash(), fit_mapper(s, o).hash());
 
   // A flipped payload bit.
@@ -192,6 +196,7 @@ TEST(Calibration, RoundTripAndCorruption) {
 TEST(MapperArtifact, RoundTripHashAndTamper) {
   const CalibrationSet s = synthetic_set(false);
   MapperOptions o;
+  o.relation = "cross-model";
   o.kind = MapperKind::affine;
   o.lambda = 0.1;
   o.anchor_identity = true;
@@ -244,6 +249,7 @@ std::string read_error(const std::function<void()>& fn) {
 TEST(MapperArtifact, UnknownOrMissingFieldsAreRefusedByPath) {
   const CalibrationSet s = synthetic_set(false);
   MapperOptions o;
+  o.relation = "cross-model";
   o.kind = MapperKind::ridge;
   o.residual_maps = true;
   const Mapper m = fit_mapper(s, o);
@@ -274,6 +280,41 @@ TEST(MapperArtifact, UnknownOrMissingFieldsAreRefusedByPath) {
   EXPECT_EQ(Mapper::read(dir).hash(), m.hash());
 }
 
+// The relation label (kv::kRelations) is part of the mapper: required to write, covered by the
+// mapper hash, checked on read; a v1 mapper (no label) is refused by name.
+TEST(MapperArtifact, RelationIsRequiredHashedAndChecked) {
+  const CalibrationSet s = synthetic_set(false);
+  MapperOptions o;
+  o.kind = MapperKind::ridge;
+  const std::string dir = test::temp_dir("mapper_relation");
+  const Mapper unlabelled = fit_mapper(s, o);
+  EXPECT_NE(read_error([&] { unlabelled.write(dir + "/none", false); }).find("relation: expected quantization-boundary"),
+            std::string::npos);
+  EXPECT_FALSE(path_exists(dir + "/none"));
+  o.relation = "same-base";
+  const Mapper m = fit_mapper(s, o);
+  o.relation = "cross-model";
+  EXPECT_NE(fit_mapper(s, o).hash(), m.hash());  // the label is hashed
+  m.write(dir + "/m", false);
+  EXPECT_EQ(Mapper::read(dir + "/m").relation, "same-base");
+  EXPECT_EQ(Mapper::read(dir + "/m").hash(), m.hash());
+  const std::string path = dir + "/m/manifest.json";
+  const std::string original = read_file(path);
+  auto j = nlohmann::json::parse(original);
+  j["relation"] = "similar";
+  write_file_atomic(path, j.dump(2), true);
+  EXPECT_NE(read_error([&] { Mapper::read(dir + "/m"); }).find(path + ": relation: expected quantization-boundary"),
+            std::string::npos);
+  j = nlohmann::json::parse(original);
+  j.erase("relation");
+  j["format"] = "ember.kv-mapper.v1";
+  write_file_atomic(path, j.dump(2), true);
+  const std::string e = read_error([&] { Mapper::read(dir + "/m"); });
+  EXPECT_NE(e.find(path + ": format: expected ember.kv-mapper.v2 (v1 mappers carry no relation label"),
+            std::string::npos)
+      << e;
+}
+
 TEST(Calibration, UnknownFieldsAreRefusedByPath) {
   const CalibrationSet s = synthetic_set(false);
   const std::string dir = test::temp_dir("calib_unknown") + "/c";
@@ -302,7 +343,7 @@ TEST(MapperArtifact, IdentityNeedsMatchingGeometry) {
   ModelGeometry a{"a", "llama", 2, 2, 4, 8}, b = a;
   b.head_dim = 8;
   EXPECT_THROW(identity_mapper(a, b, "t", 0), Error);
-  const Mapper m = identity_mapper(a, a, "t", 0);
+  const Mapper m = identity_mapper(a, a, "t", 0, "same-base");
   for (const auto& h : m.heads) EXPECT_TRUE(h.k.is_identity() && h.v.is_identity());
   const std::string dir = test::temp_dir("idmap") + "/m";
   m.write(dir, false);
