@@ -263,9 +263,9 @@ class RedisBackend final : public Backend {
     const size_t at = rest.find('@');
     if (at != std::string::npos) {
       user_ = rest.substr(0, at);
-      if (user_.find(':') != std::string::npos)
-        fail_field(uri, "password", "no password in the URI (set EMBER_REDIS_PASSWORD or --password-file)",
-                   "user:password@");
+      if (user_.find(':') != std::string::npos)  // named without echoing the password
+        fail_field(std::string(cluster_ ? "redis+cluster://" : "redis://") + "..." + rest.substr(at), "password",
+                   "no password in the URI (set EMBER_REDIS_PASSWORD or --password-file)", "user:password@");
       if (user_.empty()) fail_field(uri, "user", "a user name before '@'", "none");
       rest = rest.substr(at + 1);
     }
@@ -334,6 +334,7 @@ class RedisBackend final : public Backend {
       std::string cursor = "0";
       for (int round = 0; round < 1'000'000; ++round) {
         const Reply r = c.command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, kMaxScanReply);
+        if (r.type == Reply::kError) expect(r, Reply::kArray, "SCAN", pattern);
         if (r.type != Reply::kArray || r.elements.size() != 2 || r.elements[0].type != Reply::kString ||
             r.elements[1].type != Reply::kArray)
           fail_field(c.where(), "SCAN", "[cursor, [keys]]", describe(r));
@@ -407,6 +408,7 @@ class RedisBackend final : public Backend {
   std::vector<Address> masters() {
     Conn& c = conn(seeds_[0]);
     const Reply r = c.command({"CLUSTER", "NODES"}, kMaxScanReply);
+    if (r.type == Reply::kError) expect(r, Reply::kString, "CLUSTER NODES", "");
     if (r.type != Reply::kString) fail_field(c.where(), "CLUSTER NODES", "a string", describe(r));
     std::vector<Address> out;
     size_t b = 0;

@@ -73,9 +73,14 @@ class ChunkSink final : public ByteSink {
     const std::string sha = sha256_hex(buf_);
     const std::string key = KeyLayout::chunk(seal_, sha);
     // Chunks are replaced, not created: a corrupted copy of a content-addressed chunk is
-    // repaired by the next put of the same state. Under only_missing (the entry exists),
-    // present chunks are left alone.
-    if (!only_missing_ || !b_.exists(key)) {
+    // repaired by the next put of the same state. Under only_missing (the entry exists), a
+    // chunk already holding exactly these bytes is left alone.
+    bool write = true;
+    if (only_missing_) {
+      const std::optional<std::string> cur = b_.get(key, buf_.size());
+      write = !cur || *cur != buf_;
+    }
+    if (write) {
       b_.replace(key, buf_);
       ++written;
     }
@@ -179,8 +184,8 @@ PutResult Store::put(const kv::Snapshot& s, const PutOptions& o) {
   e.chunk_bytes = o.chunk_bytes;
   e.manifest_text = text;
   if (present) {
-    // The same state again: a no-op, except that chunks lost since (evicted) are rewritten
-    // with the layout the stored record names.
+    // The same state again: a no-op, except that chunks lost (evicted) or corrupted since are
+    // rewritten, with the layout the stored record names.
     const Entry old = read_entry(r.seal);
     for (kv::Payload p : {kv::Payload::keys, kv::Payload::values}) {
       ChunkSink sink(*b_, r.seal, size_t(old.chunk_bytes), /*only_missing=*/true);
