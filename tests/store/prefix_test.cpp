@@ -68,6 +68,18 @@ TEST(StorePrefix, AStoredPrefixGivesTheColdLogitsBitForBitOnStories260K) {
   const std::string seal = e.out.substr(e.out.find("seal ") + 5, 64);
   const CliRun ls = run_ember("store ls " + q(uri));
   EXPECT_NE(ls.out.find(seal), std::string::npos) << ls.out << " vs " << e.out;
+  // ember run --store: the same restore in the generation command, the same bits.
+  const CliRun r = run_ember("run --model " + q(model) + " --store " + q(uri) + " --prompt " + q(kLong) +
+                             " -n 8 --ignore-eos --quiet --dump-logits " + q(dir + "/run-hit.f32"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("store hit: restored "), std::string::npos) << r.out;
+  EXPECT_EQ(read_bytes(dir + "/run-hit.f32"), cold_logits(model, kLong, dir));
+  // ember run --save-to stores the same state kv export writes.
+  const std::string uri2 = "dir:" + dir + "/s2";
+  const CliRun sv = run_ember("run --model " + q(model) + " --save-to " + q(uri2) + " --prompt " + q(kShort) +
+                              " -n 4 --quiet");
+  ASSERT_EQ(sv.rc, 0) << sv.out;
+  EXPECT_NE(sv.out.find("saved state " + seal), std::string::npos) << sv.out;
 }
 
 TEST(StorePrefix, AStoredPrefixGivesTheColdLogitsBitForBitOnSyntheticQwen2OverRedis) {
