@@ -66,6 +66,12 @@ bool key_matches(std::string_view key, std::string_view pattern);
 // non-empty {...}, else the whole key) mod 16384.
 uint16_t redis_key_slot(std::string_view key);
 
+// MOVED and ASK replies followed since the process started (tests and diagnostics).
+struct RedirectCounts {
+  uint64_t moved = 0, ask = 0;
+};
+RedirectCounts redis_redirects_followed();
+
 // One backend per kind (dir_backend.cpp, redis_backend.cpp).
 std::unique_ptr<Backend> open_dir_backend(const std::string& uri, const std::string& root);
 std::unique_ptr<Backend> open_redis_backend(const std::string& uri, const BackendOptions& options);

@@ -17,6 +17,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -34,6 +35,7 @@ constexpr size_t kMaxLine = 64 * 1024;       // a status, error or integer line
 constexpr size_t kMaxElements = 1u << 20;    // elements of one array reply
 constexpr size_t kMaxScanReply = 16u << 20;  // bytes of one SCAN / CLUSTER NODES reply
 constexpr int kMaxRedirects = 8;
+std::atomic<uint64_t> g_moved{0}, g_ask{0};
 
 struct Reply {
   enum Type { kString, kStatus, kError, kInteger, kNil, kArray } type = kNil;
@@ -222,6 +224,8 @@ uint16_t crc16(std::string_view s) {
 
 }  // namespace
 
+RedirectCounts redis_redirects_followed() { return {g_moved.load(), g_ask.load()}; }
+
 uint16_t redis_key_slot(std::string_view key) {
   const size_t b = key.find('{');
   if (b != std::string_view::npos) {
@@ -399,6 +403,7 @@ class RedisBackend final : public Backend {
       const size_t sp = r.str.rfind(' ');
       a = parse_address(uri_, r.str.substr(sp + 1));
       if (moved) slots_[slot] = a;
+      ++(moved ? g_moved : g_ask);
       asking = ask;
     }
     fail_field(uri_ + ": " + key, "redirects", "at most " + std::to_string(kMaxRedirects), "more");

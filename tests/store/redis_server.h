@@ -36,6 +36,25 @@ inline int free_port() {
   return ntohs(a.sin_port);
 }
 
+// A port P below 55535 with P and P + 10000 (a cluster node's bus port) both free now.
+inline bool port_free(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(uint16_t(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+inline int free_cluster_port() {
+  for (int i = 0; i < 1000; ++i) {
+    const int p = 20000 + (free_port() * 7919 + i * 104729) % 30000;
+    if (port_free(p) && port_free(p + 10000)) return p;
+  }
+  return 0;
+}
+
 // One PING over a fresh TCP connection; true on "+PONG" (or a NOAUTH error: it is up).
 inline bool redis_answers(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -84,9 +103,14 @@ class RedisServer {
       ::_exit(127);
     }
     ASSERT_GT(pid_, 0);
-    for (int i = 0; i < 100 && !redis_answers(port_); ++i)
+    // Bounded: 20 s (the shared test machine can be slow to schedule a new process).
+    for (int i = 0; i < 400 && !redis_answers(port_); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    ASSERT_TRUE(redis_answers(port_)) << "redis-server did not answer on port " << port_ << " within 5 s";
+    if (!redis_answers(port_)) {
+      std::string log;
+      run_command("tail -5 " + dir_ + "/redis.log", &log);
+      FAIL() << "redis-server did not answer on port " << port_ << " within 20 s; its log: " << log;
+    }
   }
 
   // kill -9: no shutdown, no save (what a crash does).
