@@ -43,6 +43,27 @@ set -e
 if [ "$rc" -ne 1 ]; then echo "demo: expected the perturbed compare to fail its threshold (exit 1), got $rc" >&2; exit 1; fi
 echo "demo: the HTML report is $work/compare.html"
 
+# --- The shared store (docs/store.md) on dir: (no server; the README shows the Redis URI) ---
+store="dir:$work/store"
+rm -rf "$work/store"
+echo "== ember store put (content-addressed chunks, the sealed entry published last)"
+"$EMBER" store put "$store" "$work/snapshot" --name demo --chunk-bytes 4096
+longer="$prompt Then share it."
+echo "== ember kv replay --store (restore the longest stored prefix, compute the rest)"
+"$EMBER" kv replay --model "$model" --store "$store" --prompt "$longer" -n 8 --ignore-eos \
+  --logits-out "$work/store-hit.f32" --force
+"$EMBER" run --model "$model" --prompt "$longer" -n 8 --ignore-eos --quiet --dump-logits "$work/cold.f32" --force
+cmp "$work/store-hit.f32" "$work/cold.f32"
+echo "demo: the store hit's logits equal the cold run's, f32 bit for bit"
+echo "== a corrupted chunk is refused, named (and recomputed only when asked)"
+chunk=$(find "$work/store" -path '*chunk*' -type f | sort | head -1)
+printf '\x01' | dd of="$chunk" bs=1 seek=100 conv=notrunc status=none
+if "$EMBER" store get "$store" "$("$EMBER" store ls "$store" --json | sed -n 's/.*"seal": "\(.*\)".*/\1/p')" \
+    -o "$work/store-get" --force; then
+  echo "demo: the corrupt chunk was not caught" >&2; exit 1
+fi
+"$EMBER" kv replay --model "$model" --store "$store" --prompt "$longer" -n 8 --ignore-eos --on-miss recompute
+
 # --- The same on a real trained model, when ../shared sits beside the checkout ---
 real="$(dirname "$0")/../../shared/models/stories260K.gguf"
 if [ -f "$real" ]; then

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
@@ -11,6 +12,7 @@
 #include "cli/model_loader.h"
 #include "cli/prompt_input.h"
 #include "cli/prompt_text.h"
+#include "cli/store_flags.h"
 #include "cli/token_ids.h"
 #include "cli/trust_flags.h"
 #include "kv/replay.h"
@@ -18,6 +20,7 @@
 #include "kv/state_loader.h"
 #include "kv/strict_json.h"
 #include "model/engine.h"
+#include "store/prefix.h"
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
 #include "util/ed25519.h"
@@ -162,6 +165,44 @@ void add_verify(CLI::App& kv) {
   });
 }
 
+// kv replay --store / --save-to: the prompt through store::run_with_store (store/prefix.h).
+template <typename Opts>
+void replay_with_store(const Opts& o) {
+  if (!o.snapshot.empty())
+    fail_field("kv replay", "--snapshot", "no snapshot with --store/--save-to (the prompt is the input)", o.snapshot);
+  const store::OnMiss on_miss = parse_on_miss(o.on_miss);
+  refuse_output_is_input(o.logits_out, {o.m.model, o.m.tokenizer, o.p.file});
+  const Loaded l = load(o.m);
+  const std::vector<int32_t> prompt = prompt_tokens(o.p, l);
+  check_positions(*l.engine, int64_t(prompt.size()), "prompt", "tokens", o.n, "-n");
+  const store::BackendOptions bo = store_backend_options(o.password_file);
+  std::optional<store::Store> from, to;
+  if (!o.store.empty()) from.emplace(store::Store::open(o.store, bo));
+  if (!o.save_to.empty()) to.emplace(store::Store::open(o.save_to, bo));
+  store::StoreRunOptions opt;
+  opt.steps = o.n;
+  opt.keep_logits = !o.logits_out.empty();
+  opt.from = from ? &*from : nullptr;
+  opt.save_to = to ? &*to : nullptr;
+  opt.on_miss = on_miss;
+  opt.producer = kProducer;
+  opt.save.name = o.save_name;
+  if (!o.ignore_eos) opt.is_eog = [&](int32_t id) { return l.tokenizer->is_eog(id); };
+  const store::StoreRun r = store::run_with_store(*l.engine, l.tokenizer->identity(), prompt, opt);
+  if (!r.report.empty()) std::fprintf(stderr, "ember: %s\n", printable(r.report).c_str());
+  tok::StreamDecoder dec(*l.tokenizer);
+  std::string text;
+  for (int32_t t : r.tokens) text += dec.push(t);
+  text += dec.flush();
+  std::printf("%s\n", text.c_str());
+  if (opt.keep_logits) write_f32(o.logits_out, r.logits, o.force);
+  if (to)
+    std::fprintf(stderr, "ember: %s state %s (%d positions) in %s\n", r.saved.stored ? "saved" : "already stored",
+                 r.saved.seal.c_str(), int(prompt.size()), printable(to->uri()).c_str());
+  std::fprintf(stderr, "ember: %zu prompt tokens, %d restored from the store; %zu steps%s\n", prompt.size(),
+               r.restored, r.tokens.size(), r.stopped_at_eog ? ", stopped at end of generation" : "");
+}
+
 void add_replay(CLI::App& kv) {
   struct Opts {
     ModelArgs m;
@@ -169,11 +210,22 @@ void add_replay(CLI::App& kv) {
     int n = 16;
     bool ignore_eos = false, force = false, allow_foreign = false;
     kv::TrustRequirements trust;
+    // The store path (docs/store.md): the prompt is the input, its longest stored prefix is
+    // restored, the rest computed.
+    PromptArgs p;
+    std::string store, save_to, save_name, on_miss = "fail", password_file;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = kv.add_subcommand("replay", "Import a snapshot strictly and continue greedily from its resume token");
   add_model_flags(c, o->m);
-  c->add_option("--snapshot", o->snapshot, "snapshot directory (or KVC1 file)")->required();
+  c->add_option("--snapshot", o->snapshot, "snapshot directory (or KVC1 file)");
+  c->add_option("--store", o->store, "restore the longest stored prefix of the prompt from this store URI");
+  c->add_option("--save-to", o->save_to, "store the prompt's state after prefill in this store URI");
+  c->add_option("--save-name", o->save_name, "a name for the state --save-to stores");
+  c->add_option("--on-miss", o->on_miss, "a stored state that fails a check: fail | recompute (and say so)")
+      ->capture_default_str();
+  add_prompt_flags(c, o->p);
+  add_password_file_flag(c, o->password_file);
   c->add_option("-n", o->n, "selection steps after the resume token")->capture_default_str();
   c->add_option("--logits-out", o->logits_out, "write every step's f32 logits [steps][vocab] to FILE");
   c->add_flag("--ignore-eos", o->ignore_eos, "do not stop at end-of-generation tokens");
@@ -183,6 +235,9 @@ void add_replay(CLI::App& kv) {
               "another engine's numerics, so the result is not ember's own");
   add_trust_flags(c, o->trust);
   c->callback([o] {
+    if (!o->store.empty() || !o->save_to.empty()) return replay_with_store(*o);
+    if (o->snapshot.empty())
+      fail_field("kv replay", "input", "--snapshot DIR, or --store/--save-to URI with a prompt", "none");
     refuse_output_is_input(o->logits_out, {o->snapshot, o->m.model, o->m.tokenizer});
     // A foreign directory is read only under --allow-foreign (read_manifest refuses it by name).
     const bool foreign = o->allow_foreign && kv::state_kind(o->snapshot) == "snapshot-dir" &&

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,13 +13,16 @@
 #include "cli/pack_tokens.h"
 #include "cli/prompt_input.h"
 #include "cli/prompt_text.h"
+#include "cli/store_flags.h"
 #include "cli/token_ids.h"
 #include "gguf/gguf_file.h"
 #include "model/engine.h"
 #include "model/generate.h"
+#include "store/prefix.h"
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 namespace ember::cli {
 
@@ -35,6 +39,8 @@ struct RunArgs {
   uint64_t seed = 0;
   bool ignore_eos = false, force = false, quiet = false;
   bool allow_past_context = false;
+  // --store / --save-to (docs/store.md): restore the longest stored prefix, store the prefill.
+  std::string store, save_to, on_miss = "fail", password_file;
 };
 
 void run(const RunArgs& a) {
@@ -71,7 +77,25 @@ void run(const RunArgs& a) {
   // Refused before anything runs; the cache holds the prompt and grows as tokens come.
   check_positions(engine, int64_t(prompt.size()), has_ids ? "--prompt-ids" : "prompt",
                   "tokens", a.n, "-n");
-  model::KvCache cache = engine.new_cache(int(prompt.size()));
+  std::optional<store::Store> from, to;
+  const store::OnMiss on_miss = parse_on_miss(a.on_miss);
+  if (!a.store.empty() || !a.save_to.empty()) {
+    if (!tokenizer) fail_field(a.model, "tokenizer", "a tokenizer (its identity names the store's namespace)", "none");
+    const store::BackendOptions bo = store_backend_options(a.password_file);
+    if (!a.store.empty()) from.emplace(store::Store::open(a.store, bo));
+    if (!a.save_to.empty()) to.emplace(store::Store::open(a.save_to, bo));
+  }
+  model::KvCache cache;
+  int restored = 0;
+  if (from) {
+    store::PrefixRestore p = store::restore_longest_prefix(*from, engine, tokenizer->identity(), prompt, on_miss);
+    cache = std::move(p.cache);
+    restored = p.restored;
+    std::fprintf(stderr, "ember: %s\n", printable(p.report).c_str());
+  } else {
+    cache = engine.new_cache(int(prompt.size()));
+  }
+  std::vector<float> boundary;  // step 0's logits, for --save-to's resume token
   model::SamplingParams sp;
   sp.temperature = a.temp;
   sp.top_k = a.top_k;
@@ -89,9 +113,10 @@ void run(const RunArgs& a) {
   const auto t0 = clock::now();
   auto t_first = t0;
   const model::GenerateResult r = model::generate(
-      engine, cache, prompt, opt, sampler,
+      engine, cache, std::span<const int32_t>(prompt).subspan(size_t(restored)), opt, sampler,
       [&](int step, std::span<const float> logits, int32_t token) {
         if (step == 0) t_first = clock::now();
+        if (step == 0 && to) boundary.assign(logits.begin(), logits.end());
         if (!a.dump_logits.empty()) dump.insert(dump.end(), logits.begin(), logits.end());
         if (stream) {
           const std::string text = stream->push(token);
@@ -117,6 +142,12 @@ void run(const RunArgs& a) {
     tokens_file.sink().write(r.tokens.data(), r.tokens.size() * sizeof(int32_t));
     logits_file.commit();
     tokens_file.commit();
+  }
+  if (to) {
+    const store::PutResult saved =
+        store::save_prefill(*to, engine, tokenizer->identity(), prompt, cache, boundary, "ember 0.1.0", {});
+    std::fprintf(stderr, "ember: %s state %s (%zu positions) in %s\n", saved.stored ? "saved" : "already stored",
+                 saved.seal.c_str(), prompt.size(), printable(to->uri()).c_str());
   }
   // Going past the context is said even with --quiet: it is not a statistic.
   const std::string past =
@@ -165,6 +196,11 @@ void register_run_command(CLI::App& app) {
   cmd->add_flag("--ignore-eos", args->ignore_eos, "do not stop at end-of-generation tokens");
   cmd->add_flag("--force", args->force, "overwrite existing --dump-logits files");
   cmd->add_flag("--quiet", args->quiet, "no statistics line on stderr");
+  cmd->add_option("--store", args->store, "restore the longest stored prefix of the prompt from this store URI");
+  cmd->add_option("--save-to", args->save_to, "store the prompt's state after prefill in this store URI");
+  cmd->add_option("--on-miss", args->on_miss, "a stored state that fails a check: fail | recompute (and say so)")
+      ->capture_default_str();
+  add_password_file_flag(cmd, args->password_file);
   cmd->callback([args] {
     if (!has_prompt_input(args->p))
       fail_field("ember run", "prompt", "--prompt TEXT, --prompt-file F, --messages CONV.json or --prompt-ids LIST",

@@ -24,5 +24,6 @@ void register_kv_llamacpp_commands(CLI::App& kv);   // ember kv import-llamacpp|
 void register_map_commands(CLI::App& app);          // ember map ...|study ...
 void register_container_commands(CLI::App& app);    // ember kvc ...|contract ...|pack ...
 void register_contract_commands(CLI::App& app);     // ember contract validate|pack validate
+void register_store_commands(CLI::App& app);        // ember store put|get|ls|rm|verify|gc|stats
 
 }  // namespace ember::cli

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   ember::cli::register_kv_llamacpp_commands(*kv);
   ember::cli::register_map_commands(app);
   ember::cli::register_container_commands(app);
+  ember::cli::register_store_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,35 @@
+#include "cli/store_flags.h"
+
+#include <cstdlib>
+
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace ember::cli {
+
+void add_password_file_flag(CLI::App* c, std::string& path) {
+  c->add_option("--password-file", path,
+                "read the Redis password from FILE (default: $EMBER_REDIS_PASSWORD; never on the command line)");
+}
+
+store::BackendOptions store_backend_options(const std::string& password_file) {
+  store::BackendOptions o;
+  if (!password_file.empty()) {
+    std::string p = read_file(password_file, 4096);
+    const size_t nl = p.find_first_of("\r\n");
+    if (nl != std::string::npos) p.resize(nl);
+    if (p.empty()) fail_field(password_file, "password", "a non-empty first line", "empty");
+    o.password = p;
+  } else if (const char* env = std::getenv("EMBER_REDIS_PASSWORD"); env && *env) {
+    o.password = env;
+  }
+  return o;
+}
+
+store::OnMiss parse_on_miss(const std::string& s) {
+  if (s == "fail") return store::OnMiss::fail;
+  if (s == "recompute") return store::OnMiss::recompute;
+  fail_field("--on-miss", "value", "fail or recompute", "'" + s + "'");
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,209 @@
+// dir:PATH, the embedded store: one file per key, every write through util/atomic_file.h.
+// A key a:b:c is the file PATH/a/b/c. Names beginning with '.' are the atomic writer's
+// temporaries and never keys.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "store/backend.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/open_file.h"
+
+namespace ember::store {
+namespace {
+
+std::vector<std::string> split(std::string_view s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  while (true) {
+    const size_t e = s.find(':', b);
+    out.emplace_back(s.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
+    if (e == std::string_view::npos) return out;
+    b = e + 1;
+  }
+}
+
+bool component_ok(std::string_view c) {
+  if (c.empty() || c.size() > 200 || c[0] == '.') return false;
+  for (char ch : c)
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+          ch == '_' || ch == '-' || ch == '{' || ch == '}'))
+      return false;
+  return true;
+}
+
+class DirBackend final : public Backend {
+ public:
+  DirBackend(std::string uri, std::string root) : uri_(std::move(uri)), root_(std::move(root)) {
+    while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+  }
+  const std::string& uri() const override { return uri_; }
+
+  std::optional<std::string> get(const std::string& key, size_t max_bytes) override {
+    const std::string p = path(key);
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) return std::nullopt;
+      fail(uri_ + ": " + key, std::string("cannot stat: ") + std::strerror(errno));
+    }
+    uint64_t size = 0;
+    const int fd = open_regular_file(p, &size, /*follow_symlinks=*/false);
+    if (size > max_bytes) {
+      ::close(fd);
+      fail_field(uri_, key, "a value of at most " + std::to_string(max_bytes) + " bytes",
+                 std::to_string(size) + " bytes");
+    }
+    std::string out(size_t(size), '\0');
+    size_t got = 0;
+    while (got < out.size()) {
+      const ssize_t r = ::read(fd, out.data() + got, out.size() - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        ::close(fd);
+        fail(uri_ + ": " + key, "read error or file shrank while reading");
+      }
+      got += size_t(r);
+    }
+    ::close(fd);
+    return out;
+  }
+
+  bool create(const std::string& key, std::string_view value) override {
+    const std::string p = path(key);
+    if (path_exists(p)) return false;
+    try {
+      write_file_atomic(p, value, /*force=*/false);
+    } catch (const Error&) {
+      if (path_exists(p)) return false;  // another writer won the race
+      throw;
+    }
+    return true;
+  }
+
+  void replace(const std::string& key, std::string_view value) override {
+    write_file_atomic(path(key), value, /*force=*/true);
+  }
+
+  bool exists(const std::string& key) override { return path_exists(path(key)); }
+
+  void remove(const std::string& key) override {
+    const std::string p = path(key);
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR)
+      fail(uri_ + ": " + key, std::string("cannot remove: ") + std::strerror(errno));
+    // Empty directories left behind are removed best-effort (a concurrent writer may refill one).
+    std::string d = p;
+    for (size_t n = split(key).size(); n > 1; --n) {
+      d = d.substr(0, d.rfind('/'));
+      if (::rmdir(d.c_str()) != 0) break;
+    }
+  }
+
+  std::vector<std::string> scan(const std::string& pattern) override {
+    std::vector<std::string> out;
+    const std::vector<std::string> parts = split(pattern);
+    walk(root_, "", parts, 0, out);
+    return out;
+  }
+
+  int64_t increment(const std::string& key) override {
+    // A counter is a file of n bytes: one O_APPEND write of one byte is atomic against other
+    // incrementers, so no count is ever lost.
+    const std::string p = path(key);
+    create_parents(p);
+    const int fd = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) fail(uri_ + ": " + key, std::string("cannot open counter: ") + std::strerror(errno));
+    const char one = '1';
+    const bool ok = ::write(fd, &one, 1) == 1;
+    struct stat st {};
+    const bool st_ok = ::fstat(fd, &st) == 0;
+    ::close(fd);
+    if (!ok || !st_ok) fail(uri_ + ": " + key, "cannot increment counter");
+    return int64_t(st.st_size);
+  }
+
+  int64_t counter(const std::string& key) override {
+    struct stat st {};
+    if (::lstat(path(key).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    return int64_t(st.st_size);
+  }
+
+ private:
+  std::string path(const std::string& key) const {
+    std::string p = root_;
+    for (const std::string& c : split(key)) {
+      if (!component_ok(c)) fail_field(uri_, "key", "components of [A-Za-z0-9._{}-]", key);
+      p += "/" + c;
+    }
+    return p;
+  }
+
+  // mkdir -p of p's parent directories (root included).
+  void create_parents(const std::string& p) const {
+    for (size_t i = p.find('/', 1); i != std::string::npos; i = p.find('/', i + 1)) {
+      const std::string d = p.substr(0, i);
+      if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST)
+        fail(uri_ + ": " + d, std::string("cannot create directory: ") + std::strerror(errno));
+    }
+  }
+
+  void walk(const std::string& dir, const std::string& prefix, const std::vector<std::string>& parts, size_t i,
+            std::vector<std::string>& out) const {
+    const bool last = i + 1 == parts.size();
+    auto visit = [&](const std::string& name) {
+      const std::string p = dir + "/" + name;
+      const std::string key = prefix.empty() ? name : prefix + ":" + name;
+      struct stat st {};
+      if (::lstat(p.c_str(), &st) != 0) return;
+      if (last) {
+        if (S_ISREG(st.st_mode)) out.push_back(key);
+      } else if (S_ISDIR(st.st_mode)) {
+        walk(p, key, parts, i + 1, out);
+      }
+    };
+    if (parts[i] != "*") {
+      if (component_ok(parts[i])) visit(parts[i]);
+      return;
+    }
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) return;
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) {
+      const std::string n = e->d_name;
+      if (component_ok(n)) names.push_back(n);
+    }
+    ::closedir(d);
+    for (const std::string& n : names) visit(n);
+  }
+
+  std::string uri_, root_;
+};
+
+}  // namespace
+
+bool key_matches(std::string_view key, std::string_view pattern) {
+  const std::vector<std::string> k = split(key), p = split(pattern);
+  if (k.size() != p.size()) return false;
+  for (size_t i = 0; i < k.size(); ++i)
+    if (p[i] != "*" && p[i] != k[i]) return false;
+  return true;
+}
+
+std::unique_ptr<Backend> open_dir_backend(const std::string& uri, const std::string& root) {
+  if (root.empty()) fail_field(uri, "path", "dir:PATH with a non-empty PATH", "empty");
+  return std::make_unique<DirBackend>(uri, root);
+}
+
+std::unique_ptr<Backend> open_backend(const std::string& uri, const BackendOptions& options) {
+  if (uri.rfind("dir:", 0) == 0) return open_dir_backend(uri, uri.substr(4));
+  if (uri.rfind("redis://", 0) == 0 || uri.rfind("redis+cluster://", 0) == 0)
+    return open_redis_backend(uri, options);
+  fail_field(uri, "store URI", "dir:PATH, redis://[user@]host:port[/db] or redis+cluster://host:port[,...]",
+             "'" + uri + "'");
+}
+
+}  // namespace ember::store

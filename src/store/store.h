@@ -1,0 +1,178 @@
+#pragma once
+// ember's shared KV store: sealed snapshots (ember.kv-snapshot.v1) as content-addressed chunks
+// on a key-value backend (store/backend.h: dir:PATH, redis://, redis+cluster://), published
+// so that a reader never sees part of one, and read back only after every byte is verified.
+// Key layout, the chained prefix hash and what get checks: docs/store.md.
+//
+//   ember:v1:s:{SEAL}:chunk:SHA256   one chunk of a payload (keys, then values), SHA256 of it
+//   ember:v1:s:{SEAL}:entry          the entry record (below), published last, create-only
+//   ember:v1:s:{SEAL}:pending        set while a put writes chunks (its start time), then removed
+//   ember:v1:s:{SEAL}:hits           how many gets and prefix hits read the entry
+//   ember:v1:n:{NS}:name:NAME        a name -> SEAL (create-only; --force replaces)
+//   ember:v1:n:{NS}:prefix:H         the chained hash of a prefix's 16-token blocks -> SEAL
+//
+// SEAL is the snapshot's seal (kv/seal.h), so one snapshot's keys share one hash tag (one
+// Redis Cluster node) and a second writer of the same state writes the same keys. NS is the
+// namespace of (model identity, tokenizer identity, numerics contract, engine fingerprint):
+// a lookup made for another model or engine can never reach a state of this one.
+//
+// The entry record is canonical JSON: {"format": "ember.store-entry", "version": 1, "seal",
+// "namespace", "stored_at" (unix seconds), "chunk_bytes", "chunks": {"keys": [SHA256...],
+// "values": [...]}, "manifest": the manifest.json text}.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kv/snapshot.h"
+#include "store/backend.h"
+
+namespace ember::store {
+
+inline constexpr const char* kEntryFormat = "ember.store-entry";
+inline constexpr int kEntryVersion = 1;
+inline constexpr size_t kDefaultChunkBytes = size_t(1) << 20;
+inline constexpr size_t kMinChunkBytes = 4096;
+inline constexpr size_t kMaxChunkBytes = size_t(16) << 20;
+inline constexpr size_t kMaxChunksPerPayload = size_t(1) << 20;
+inline constexpr int kPrefixBlock = 16;  // tokens per block of the chained prefix hash
+
+// The namespace of a manifest: the first 32 hex digits of SHA-256 over the length-prefixed
+// fields "ember.store-namespace.v1", model.identity, tokenizer.identity, numerics.contract,
+// numerics.engine_fingerprint (Sha256::update_field).
+std::string namespace_of(const kv::SnapshotManifest& m);
+
+// The chained hash of the full 16-token blocks of `tokens` (docs/store.md):
+//   h_0 = SHA-256(field("ember.prefix-chain.v1") || field(ns))
+//   h_b = SHA-256(h_{b-1} (32 bytes) || the 16 ids of block b as int32 little-endian)
+// Returns hex h_1 .. h_B, B = tokens.size() / 16. Deterministic across processes and hosts.
+std::vector<std::string> prefix_chain(const std::string& ns, std::span<const int32_t> tokens);
+
+struct KeyLayout {
+  static std::string entry(const std::string& seal);
+  static std::string chunk(const std::string& seal, const std::string& sha);
+  static std::string pending(const std::string& seal);
+  static std::string hits(const std::string& seal);
+  static std::string name(const std::string& ns, const std::string& name);
+  static std::string prefix(const std::string& ns, const std::string& hash);
+};
+
+// An entry record as read (strictly: unknown, missing, mistyped fields refused) and checked
+// against its manifest: seal, namespace, chunk count.
+struct Entry {
+  std::string seal, ns;
+  int64_t stored_at = 0;
+  uint64_t chunk_bytes = 0;
+  std::vector<std::string> chunks[2];  // [kv::Payload]
+  std::string manifest_text;
+  kv::SnapshotManifest manifest;
+};
+
+struct PutOptions {
+  std::string name;  // optional; [A-Za-z0-9._-]{1,128}
+  bool force = false;  // let the name point at this state when it points at another
+  size_t chunk_bytes = kDefaultChunkBytes;
+};
+
+struct PutResult {
+  std::string ns, seal;
+  bool stored = false;       // this call published the entry (false: it was there: a no-op)
+  size_t chunks = 0;         // chunks of the state
+  size_t chunks_written = 0;
+  size_t prefix_keys = 0;    // prefix-index keys this call created
+};
+
+// One pass over every key of the store, grouped (what ls, verify, gc and stats read).
+struct Catalog {
+  struct Item {
+    std::optional<Entry> entry;  // when the record is present and valid
+    std::string entry_error;     // when the record is present and invalid
+    bool has_entry = false;
+    std::vector<std::string> chunk_keys;
+    std::optional<int64_t> pending_since;  // the pending marker's start time
+    bool has_pending = false;
+    int64_t hits = 0;
+  };
+  std::map<std::string, Item> seals;                    // by seal
+  std::map<std::string, std::string> names, prefixes;   // key -> seal it names ("" if malformed)
+};
+
+struct VerifyFinding {
+  std::string what;  // "entry", "orphan-chunks", "dangling-name", "dangling-prefix", "stale-pending"
+  std::string key;
+  std::string detail;
+};
+struct VerifyResult {
+  size_t entries_ok = 0;
+  std::vector<VerifyFinding> findings;
+  bool ok() const { return findings.empty(); }
+};
+
+struct GcOptions {
+  int64_t older_than_s = -1;         // remove entries stored longer ago than this (-1: none)
+  uint64_t max_bytes = UINT64_MAX;   // then remove the oldest until payload bytes <= this
+  int64_t grace_s = 900;             // a put younger than this is live: its chunks are kept
+  int64_t now = 0;                   // 0: the clock
+};
+struct GcResult {
+  size_t entries_removed = 0, chunks_removed = 0, names_removed = 0, prefixes_removed = 0, pending_removed = 0;
+  size_t entries_kept = 0;
+  uint64_t bytes_kept = 0;
+};
+
+struct StoreStats {
+  size_t entries = 0, invalid_entries = 0, chunks = 0, names = 0, prefix_keys = 0, orphan_groups = 0;
+  uint64_t payload_bytes = 0;  // keys + values of the valid entries
+  int64_t hits = 0;
+};
+
+class Store {
+ public:
+  explicit Store(std::unique_ptr<Backend> backend) : b_(std::move(backend)) {}
+  static Store open(const std::string& uri, const BackendOptions& options = {}) {
+    return Store(open_backend(uri, options));
+  }
+  Backend& backend() { return *b_; }
+  const std::string& uri() const { return b_->uri(); }
+
+  // Stores a sealed native snapshot: checks the cache against its seal, writes the pending
+  // marker, every chunk, then the entry (create-only), removes the marker, then the name and
+  // the prefix-index keys. A state already stored is a no-op (missing chunks are rewritten).
+  // A name that points at another state is an Error unless force.
+  PutResult put(const kv::Snapshot& s, const PutOptions& options);
+
+  // "NS/NAME" or a seal (64 hex digits) -> the seal. Error naming the ref when absent.
+  std::string resolve(const std::string& ref);
+
+  // The entry record of `seal`, strictly read and checked. Error naming the key.
+  Entry read_entry(const std::string& seal);
+
+  // The state of `seal`: the entry (read_entry), then every chunk of each payload read with
+  // its size bound, its SHA-256 compared with the record (a missing or corrupt chunk is an
+  // Error naming its key), then each payload's SHA-256 and finiteness against the sealed
+  // manifest. Nothing is returned before every check passed. count_hit increments :hits.
+  kv::Snapshot get(const std::string& seal, bool count_hit = true);
+
+  // The seal the prefix index holds for a chained hash (nullopt: none).
+  std::optional<std::string> prefix_lookup(const std::string& ns, const std::string& hash);
+
+  Catalog catalog();
+  VerifyResult verify();
+  // Removes "NS/NAME" (and its state when no other name points at it) or a seal (the state
+  // and every name and prefix key pointing at it). Returns what was removed.
+  GcResult remove(const std::string& ref);
+  GcResult gc(const GcOptions& options);
+  StoreStats stats();
+
+ private:
+  void remove_state(const std::string& seal, const Catalog& cat, GcResult& r);
+  std::unique_ptr<Backend> b_;
+};
+
+// [A-Za-z0-9._-]{1,128}: the names a store accepts.
+bool valid_name(const std::string& name);
+
+}  // namespace ember::store
