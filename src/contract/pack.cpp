@@ -4,6 +4,7 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/json_strict.h"
+#include "util/sha256.h"
 
 namespace ember::contract {
 
@@ -23,7 +24,9 @@ PackReport check_pack(const std::string& pack_path, const ToolAllowlist& allow,
                       const PackLimits& limits, const TokenCounter* count_tokens) {
   PackReport r;
   r.path = pack_path;
-  r.pack = parse_json_strict(read_file(pack_path, 16u << 20), pack_path);
+  const std::string bytes = read_file(pack_path, 16u << 20);
+  r.sha256 = sha256_hex(bytes);
+  r.pack = parse_json_strict(bytes, pack_path);
   for (const auto& e : builtin_schema("domcap1").validate(r.pack)) r.errors.push_back("schema: " + e);
   if (!r.errors.empty()) return r;  // the fields below are only meaningful in a valid pack
 
