@@ -1,13 +1,17 @@
-// ember contract validate | ember pack validate: thin over src/contract/.
+// ember contract validate | ember pack validate | ember pack eval: thin over src/contract/ and
+// src/eval/.
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/limits.h"
+#include "cli/model_loader.h"
 #include "cli/pack_tokens.h"
 #include "contract/pack.h"
 #include "contract/receipt.h"
 #include "contract/registry.h"
+#include "eval/pack_eval.h"
 #include "util/atomic_file.h"
 #include "util/json_strict.h"
 #include "util/error.h"
@@ -64,6 +68,52 @@ void run_pack_validate(const PackArgs& a) {
     }
   }
   if (!r.ok()) throw CheckFailed{a.pack + ": capability pack refused: " + r.errors.front()};
+}
+
+struct PackEvalArgs {
+  std::string pack, allow, model, tokenizer, output;
+  int n = 32;
+  int threads = 0;
+  bool force = false;
+};
+
+// Runs the pack's checked probes with and without the briefing and writes the receipt
+// (atomically; an existing file only with --force), or prints it when no --output is given.
+void run_pack_eval(const PackEvalArgs& a) {
+  refuse_output_is_input(a.output, {a.pack, a.allow, a.model, a.tokenizer});
+  if (!a.output.empty() && !a.force && path_exists(a.output))
+    fail_field(a.output, "--output", "a path that does not exist yet (or --force)", "an existing file");
+  // No --allow: an empty allowlist, so a pack that names any tool is refused.
+  contract::ToolAllowlist allow;
+  allow.path = "(no --allow: the empty allowlist)";
+  if (!a.allow.empty()) allow = contract::ToolAllowlist::load(a.allow);
+  LoadedModel loaded = load_model({a.model, a.tokenizer, ""}, TokenizerNeed::required);
+  const int threads = resolve_threads(a.threads);
+  model::Engine engine(loaded.model, model::EngineOptions{threads, false});
+  eval::PackEvalOptions opt;
+  opt.max_tokens = a.n;
+  opt.add_bos = loaded.tokenizer->add_bos_default();
+  opt.model_name = a.model.substr(a.model.find_last_of('/') + 1);
+  const eval::PackEvalResult r = eval::evaluate_pack(a.pack, allow, engine, *loaded.tokenizer, opt);
+  if (a.output.empty()) {
+    // On a terminal, model output and pack text must not act on it: every character outside
+    // printable ASCII is escaped (\uXXXX). The same JSON value as the file would hold.
+    const std::string text = r.receipt.dump(2, ' ', /*ensure_ascii=*/true) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  } else {
+    write_file_atomic(a.output, pretty_json(r.receipt), a.force);
+  }
+  for (const auto& id : r.skipped)
+    std::fprintf(stderr, "ember: probe %s: no expect.check, not evaluated\n", printable(id).c_str());
+  const auto& t = r.receipt["totals"];
+  std::fprintf(stderr,
+               "ember: pack %s: %d/%d probes pass without the briefing, %d/%d with (difference %+.3f); "
+               "briefing %d bytes, %d tokens; tokens used %d without, %d with%s%s\n",
+               printable(r.receipt["pack"]["id"].get<std::string>()).c_str(), t["passed_without"].get<int>(),
+               t["n_probes"].get<int>(), t["passed_with"].get<int>(), t["n_probes"].get<int>(),
+               t["difference"].get<double>(), t["briefing_bytes"].get<int>(), t["briefing_tokens"].get<int>(),
+               t["tokens_without"].get<int>(), t["tokens_with"].get<int>(), a.output.empty() ? "" : "; receipt ",
+               a.output.empty() ? "" : printable(a.output).c_str());
 }
 
 struct RegistryArgs {
@@ -144,6 +194,19 @@ void register_contract_commands(CLI::App& app) {
   pv->add_option("--max-tokens", pa->max_tokens, "Host limit on briefing tokens")->capture_default_str();
   pv->add_flag("--json", pa->json, "Machine-readable report");
   pv->callback([pa] { run_pack_validate(*pa); });
+
+  auto ea = std::make_shared<PackEvalArgs>();
+  CLI::App* pe = pack->add_subcommand(
+      "eval", "Run the pack's probes with and without its briefing (greedy) and write the evaluation receipt");
+  pe->add_option("pack", ea->pack, "DOMCAP1 pack (JSON); probes with expect.check are run")->required();
+  pe->add_option("--model", ea->model, "GGUF model file")->required();
+  pe->add_option("--tokenizer", ea->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own tokenizer)");
+  pe->add_option("--allow", ea->allow, "Host tool allowlist (default: none, so a pack naming a tool is refused)");
+  pe->add_option("--output", ea->output, "Receipt file (ember.pack-eval-receipt.v1); default: stdout");
+  pe->add_option("-n", ea->n, "Selection steps per run")->capture_default_str();
+  add_threads_option(pe, ea->threads);
+  pe->add_flag("--force", ea->force, "Replace an existing --output");
+  pe->callback([ea] { run_pack_eval(*ea); });
 }
 
 }  // namespace ember::cli

@@ -4,6 +4,7 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/json_strict.h"
+#include "util/sha256.h"
 
 namespace ember::contract {
 
@@ -29,6 +30,7 @@ PackReport check_pack_text(const std::string& text, const std::string& pack_path
                            const TokenCounter* count_tokens) {
   PackReport r;
   r.path = pack_path;
+  r.sha256 = sha256_hex(text);
   r.pack = parse_json_strict(text, pack_path);
   for (const auto& e : builtin_schema("domcap1").validate(r.pack)) r.errors.push_back("schema: " + e);
   if (!r.errors.empty()) return r;  // the fields below are only meaningful in a valid pack

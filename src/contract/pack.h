@@ -36,6 +36,7 @@ using TokenCounter = std::function<size_t(std::string_view)>;
 struct PackReport {
   std::string path;
   nlohmann::json pack;
+  std::string sha256;                   // hex SHA-256 of the very bytes parsed into `pack`
   std::string briefing;                 // the text to inject
   size_t briefing_chars = 0;            // Unicode code points
   std::optional<size_t> briefing_tokens;  // when a TokenCounter was given
