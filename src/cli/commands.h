@@ -15,6 +15,7 @@ struct CheckFailed {
 void register_model_commands(CLI::App& app);        // ember model inspect|quantize|synth
 void register_tokenize_commands(CLI::App& app);     // ember tokenize|detokenize
 void register_run_command(CLI::App& app);           // ember run
+void register_bench_command(CLI::App& app);         // ember bench
 void register_kv_snapshot_commands(CLI::App& kv);   // ember kv export|verify|replay|validate-replay
 void register_kv_compare_commands(CLI::App& kv);    // ember kv compare|perturb
 void register_map_commands(CLI::App& app);          // ember map ...|study ...
