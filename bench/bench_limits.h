@@ -1,6 +1,7 @@
 #pragma once
 // Physical limits measured in the same run as a benchmark, so that results are reported as
-// ratios (bench/README.md): memory-read bandwidth and peak FMA rate of the active SIMD path.
+// ratios (bench/README.md): memory-read bandwidth, peak f32 FMA rate and peak int8 MAC rate of
+// the active SIMD path.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -134,6 +135,94 @@ inline double fma_peak(ThreadPool& pool, SimdLevel level) {
     });
   });
   return double(iters) * 12 * lanes * 2 * pool.size() / t;
+}
+
+// Peak int8 multiply-accumulate rate, measured the way fma_peak is: 12 independent
+// register-resident chains of the instruction sequence the quantized kernels use for an
+// int8 dot product, every thread of the pool running the loop. avx512vnni: vpdpbusd (64 u8 x
+// s8 MACs per instruction into 16 int32 lanes); avx512 / avx2: vpmaddubsw + vpmaddwd +
+// vpaddd (64 / 32 MACs per sequence), as kernels_avx512.cpp / kernels_avx2.cpp. Returned as
+// operations per second, 2 per MAC, so it compares with a FLOP count of 2 per weight per token.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline int64_t mac_loop_vnni(int64_t iters) {
+  __m512i a[12];
+  const __m512i u = _mm512_set1_epi8(3), w = _mm512_set1_epi8(-5);
+  for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_epi32(i);
+  for (int64_t it = 0; it < iters; ++it)
+    for (int i = 0; i < 12; ++i) a[i] = _mm512_dpbusd_epi32(a[i], u, w);
+  int64_t s = 0;
+  alignas(64) int32_t out[16];
+  for (int i = 0; i < 12; ++i) {
+    _mm512_store_si512(out, a[i]);
+    for (int l = 0; l < 16; ++l) s += out[l];
+  }
+  return s;
+}
+// The maddubs/madd products depend only on x[i], which an empty asm makes opaque once per
+// iteration, so the compiler can neither hoist nor merge them (the accumulating vpaddd chains
+// are independent of the products, as in the kernels, where each product is of fresh loads).
+// Named variables, not arrays: GCC keeps an array that an asm touches in memory.
+#define EMBER_MAC_STEP(ADD, MADD, MADDUBS, C, a, x) \
+  __asm__ volatile("" : C(x));                        \
+  a = ADD(a, MADD(MADDUBS(x, w), ones));
+__attribute__((target("avx512f,avx512bw"))) inline int64_t mac_loop_avx512(int64_t iters) {
+  const __m512i w = _mm512_set1_epi8(-5), ones = _mm512_set1_epi16(1);
+  __m512i a0 = _mm512_set1_epi32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+          a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+  __m512i x0 = _mm512_set1_epi8(1), x1 = _mm512_set1_epi8(2), x2 = _mm512_set1_epi8(3),
+          x3 = _mm512_set1_epi8(4), x4 = _mm512_set1_epi8(5), x5 = _mm512_set1_epi8(6),
+          x6 = _mm512_set1_epi8(7), x7 = _mm512_set1_epi8(8), x8 = _mm512_set1_epi8(9),
+          x9 = _mm512_set1_epi8(10), x10 = _mm512_set1_epi8(11), x11 = _mm512_set1_epi8(12);
+#define S(a, x) EMBER_MAC_STEP(_mm512_add_epi32, _mm512_madd_epi16, _mm512_maddubs_epi16, "+v", a, x)
+  for (int64_t it = 0; it < iters; ++it) {
+    S(a0, x0) S(a1, x1) S(a2, x2) S(a3, x3) S(a4, x4) S(a5, x5)
+    S(a6, x6) S(a7, x7) S(a8, x8) S(a9, x9) S(a10, x10) S(a11, x11)
+  }
+#undef S
+  __m512i t = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
+                               _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
+  t = _mm512_add_epi32(t, _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11)));
+  alignas(64) int32_t out[16];
+  _mm512_store_si512(out, t);
+  int64_t s = 0;
+  for (int l = 0; l < 16; ++l) s += out[l];
+  return s;
+}
+__attribute__((target("avx2"))) inline int64_t mac_loop_avx2(int64_t iters) {
+  // 6 products + 6 sums + 2 constants fit the 16 ymm registers.
+  const __m256i w = _mm256_set1_epi8(-5), ones = _mm256_set1_epi16(1);
+  __m256i a0 = _mm256_set1_epi32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+  __m256i x0 = _mm256_set1_epi8(1), x1 = _mm256_set1_epi8(2), x2 = _mm256_set1_epi8(3),
+          x3 = _mm256_set1_epi8(4), x4 = _mm256_set1_epi8(5), x5 = _mm256_set1_epi8(6);
+#define S(a, x) EMBER_MAC_STEP(_mm256_add_epi32, _mm256_madd_epi16, _mm256_maddubs_epi16, "+x", a, x)
+  for (int64_t it = 0; it < iters; ++it) {
+    S(a0, x0) S(a1, x1) S(a2, x2) S(a3, x3) S(a4, x4) S(a5, x5)
+  }
+#undef S
+  const __m256i t = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
+                                     _mm256_add_epi32(a4, a5));
+  alignas(32) int32_t out[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out), t);
+  int64_t s = 0;
+  for (int l = 0; l < 8; ++l) s += out[l];
+  return s;
+}
+#undef EMBER_MAC_STEP
+
+inline double int8_mac_peak(ThreadPool& pool, SimdLevel level) {
+  const int64_t iters = 20'000'000;
+  // MACs per outer iteration: chains x MACs per instruction (sequence).
+  const int macs = level >= SimdLevel::avx512 ? 12 * 64 : 6 * 32;
+  std::vector<int64_t> sink(size_t(pool.size()));
+  const double t = best_time(5, [&] {
+    pool.parallel_for(pool.size(), [&](int64_t a, int64_t b) {
+      for (int64_t w = a; w < b; ++w) {
+        if (level == SimdLevel::avx512vnni) sink[size_t(w)] = mac_loop_vnni(iters);
+        else if (level == SimdLevel::avx512) sink[size_t(w)] = mac_loop_avx512(iters);
+        else sink[size_t(w)] = mac_loop_avx2(iters);
+      }
+    });
+  });
+  return double(iters) * macs * 2 * pool.size() / t;
 }
 
 }  // namespace ember::bench

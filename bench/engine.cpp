@@ -1,13 +1,19 @@
 // Engine throughput on synthetic models with real geometries (gguf/synth.h presets):
 //   decode: achieved weight bytes/s (all matrices read per token) over the measured
 //           memory-read bandwidth of the same thread count (goal >= 0.6);
-//   prefill: achieved FLOP/s (2 * matrix params * tokens + attention) over the measured FMA
-//           peak of the same thread count and path (goal >= 0.4).
+//   prefill: the work actually done (2 FLOP per layer-matrix weight per token, the LM head
+//           once: only the last token's logits are computed, and the causal attention, 4 * H
+//           * D FLOP per (query, visible key) pair) against the roofline of the same thread
+//           count and path: the matrix work at the measured int8 MAC peak for quantized
+//           weights (the kernels do int8 dot products; vpdpbusd with VNNI, maddubs otherwise)
+//           or at the f32 FMA peak for float weights, plus the attention at the FMA peak.
+//           ratio = roofline time / measured time (goal >= 0.4).
 // Plus a profile of where the time goes (projections, attention + O, MLP, LM head), from
 // timestamps taken in the engine's own hooks.
 //
 // Usage: bench_engine [--models qwen05-q8,qwen05-q4k,llama1b-q8] [--threads 1,2]
-//                     [--prefill 64] [--decode 16] [--dir DIR]
+//                     [--prefill 512,2048] [--decode 16] [--dir DIR]
+// Each prefill length is measured on its own cache, then decode continues from it.
 // Models are synthesized into DIR (default: a temporary directory, removed at exit) unless
 // a file of that name is already there.
 #include <algorithm>
@@ -22,6 +28,7 @@
 
 #include "bench_limits.h"
 #include "gguf/synth.h"
+#include "model/bench.h"
 #include "model/engine.h"
 #include "model/weights.h"
 
@@ -60,14 +67,30 @@ double weight_bytes(const model::Model& m) {
   return b;
 }
 
-double matrix_params(const model::Model& m) {
+// Weights of the per-layer matrices (every prompt token goes through them) and of the LM head
+// (the last token only), and whether every matrix is quantized (int8 dot products).
+struct Params {
+  double layers = 0, head = 0;
+  bool quantized = true;
+};
+Params matrix_params(const model::Model& m) {
   const model::ModelWeights& w = model::weights_of(m);
-  auto p = [](const ops::WeightMatrix& W) { return double(W.rows) * double(W.cols); };
-  double s = p(w.output);
+  Params out;
+  auto p = [&](const ops::WeightMatrix& W) {
+    const gguf::TensorType t = W.type;
+    if (t == gguf::TensorType::F32 || t == gguf::TensorType::F16 || t == gguf::TensorType::BF16)
+      out.quantized = false;
+    return double(W.rows) * double(W.cols);
+  };
+  out.head = p(w.output);
   for (const auto& L : w.layers)
-    s += p(L.wq) + p(L.wk) + p(L.wv) + p(L.wo) + p(L.w_gate) + p(L.w_up) + p(L.w_down);
-  return s;
+    out.layers += p(L.wq) + p(L.wk) + p(L.wv) + p(L.wo) + p(L.w_gate) + p(L.w_up) + p(L.w_down);
+  return out;
 }
+
+struct Limits {
+  double bandwidth, fma, int8;
+};
 
 // Phase timer driven by the hooks: time between consecutive hook calls is charged to the
 // phase that just ended.
@@ -92,12 +115,13 @@ struct Profile {
 
 int main(int argc, char** argv) {
   std::string models = "qwen05-q8,qwen05-q4k,llama1b-q8", threads_arg = "1,2", dir;
-  int n_prefill = 64, n_decode = 16;
+  std::string prefill_arg = "512,2048";
+  int n_decode = 16;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--models") models = v;
     else if (a == "--threads") threads_arg = v;
-    else if (a == "--prefill") n_prefill = std::atoi(v.c_str());
+    else if (a == "--prefill") prefill_arg = v;
     else if (a == "--decode") n_decode = std::atoi(v.c_str());
     else if (a == "--dir") dir = v;
     else {
@@ -112,16 +136,22 @@ int main(int argc, char** argv) {
   }
   std::filesystem::create_directories(dir);
   const SimdLevel level = active_simd();
-  std::printf("bench_engine: simd=%s prefill=%d tokens, decode=%d tokens after it\n",
-              simd_name(level), n_prefill, n_decode);
-  std::map<int, std::pair<double, double>> limits;  // threads -> (bandwidth, peak)
+  std::vector<int> prefills;
+  for (const std::string& p : split(prefill_arg)) prefills.push_back(std::max(1, std::atoi(p.c_str())));
+  std::printf("bench_engine: cpu=\"%s\" simd=%s prefill=%s tokens, decode=%d tokens after each\n",
+              model::bench_cpu_info().c_str(), simd_name(level), prefill_arg.c_str(), n_decode);
+  std::map<int, Limits> limits;  // threads -> limits
+  const SimdLevel peak_level = level == SimdLevel::scalar ? SimdLevel::avx2 : level;
   for (const std::string& t : split(threads_arg)) {
     ThreadPool pool(std::atoi(t.c_str()));
     const double bw = bench::read_bandwidth(pool, size_t(256) << 20, 7);
-    const double peak = bench::fma_peak(pool, level == SimdLevel::scalar ? SimdLevel::avx2 : level);
-    limits[pool.size()] = {bw, peak};
-    std::printf("limits at %d threads: read bandwidth %.2f GB/s, FMA peak %.1f GFLOP/s\n",
-                pool.size(), bw / 1e9, peak / 1e9);
+    const double peak = bench::fma_peak(pool, peak_level);
+    const double int8 = bench::int8_mac_peak(pool, peak_level);
+    limits[pool.size()] = {bw, peak, int8};
+    std::printf("limits at %d threads: read bandwidth %.2f GB/s, FMA peak %.1f GFLOP/s, "
+                "int8 MAC peak %.1f GOP/s (%s)\n",
+                pool.size(), bw / 1e9, peak / 1e9, int8 / 1e9,
+                peak_level == SimdLevel::avx512vnni ? "vpdpbusd" : "vpmaddubsw+vpmaddwd");
   }
   int status = 0;
   for (const std::string& key : split(models)) {
@@ -144,11 +174,14 @@ int main(int argc, char** argv) {
     }
     auto model = model::Model::load(path);
     const model::ModelConfig& c = model->config();
-    const double wbytes = weight_bytes(*model), params = matrix_params(*model);
-    std::vector<int32_t> tokens(size_t(n_prefill + n_decode));
+    const double wbytes = weight_bytes(*model);
+    const Params params = matrix_params(*model);
+    const int max_prefill = *std::max_element(prefills.begin(), prefills.end());
+    std::vector<int32_t> tokens(size_t(max_prefill + n_decode));
     for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7919 + 13) % size_t(c.n_vocab));
-    for (const auto& [threads, lim] : limits) {
-      model::Engine engine(model, model::EngineOptions{threads});
+    for (const auto& [threads, lim] : limits)
+      for (const int n_prefill : prefills) {
+      model::Engine engine(model, model::EngineOptions{threads, true});
       model::KvCache cache = engine.new_cache(n_prefill + n_decode + 1);
       // Warm-up: touch the weights once (page faults are not the engine's cost).
       {
@@ -180,22 +213,29 @@ int main(int argc, char** argv) {
       // the conservative side of the ratio).
       std::sort(step.begin(), step.end());
       const double t_step = step[step.size() / 2];
-      // Attention FLOPs of the prefill: QK and PV, 2 * 2 * H * D per (query, key) pair.
+      // The work the prefill does: every layer matrix for every token, the LM head for the
+      // last token only, and the causal attention: QK and PV, 2 * 2 * H * D FLOP per
+      // (query, visible key) pair, n (n + 1) / 2 pairs per layer.
       const double pairs = double(n_prefill) * (n_prefill + 1) / 2;
-      const double flops = 2 * params * n_prefill + 4.0 * c.n_heads * c.head_dim * pairs * c.n_layers;
+      const double matrix_ops = 2 * params.layers * n_prefill + 2 * params.head;
+      const double attn_flops = 4.0 * c.n_heads * c.head_dim * pairs * c.n_layers;
+      const double matrix_peak = params.quantized ? lim.int8 : lim.fma;
+      const double roofline_s = matrix_ops / matrix_peak + attn_flops / lim.fma;
       const double prefill_tps = n_prefill / prefill_prof.total;
       const double decode_tps = 1.0 / t_step;
-      const double prefill_ratio = flops / prefill_prof.total / lim.second;
-      const double decode_ratio = wbytes * decode_tps / lim.first;
-      std::printf("%-11s threads=%d  prefill %7.1f tok/s = %6.1f GFLOP/s = %.2f of FMA peak   "
-                  "decode %6.2f tok/s = %6.2f GB/s = %.2f of read bandwidth\n",
-                  key.c_str(), threads, prefill_tps, flops / prefill_prof.total / 1e9,
-                  prefill_ratio, decode_tps, wbytes * decode_tps / 1e9, decode_ratio);
+      const double prefill_ratio = roofline_s / prefill_prof.total;
+      const double decode_ratio = wbytes * decode_tps / lim.bandwidth;
+      std::printf("%-11s threads=%d prefill=%-5d prefill %7.1f tok/s = %6.1f G(FL)OP/s = %.2f of "
+                  "the %s roofline   decode %6.2f tok/s = %6.2f GB/s = %.2f of read bandwidth\n",
+                  key.c_str(), threads, n_prefill, prefill_tps,
+                  (matrix_ops + attn_flops) / prefill_prof.total / 1e9, prefill_ratio,
+                  params.quantized ? "int8+FMA" : "FMA", decode_tps, wbytes * decode_tps / 1e9,
+                  decode_ratio);
       for (const Profile* pr : {&prefill_prof, &decode_prof})
         std::printf("  %s time: qkv+rope %4.1f%%  attention+O %4.1f%%  mlp %4.1f%%  lm head %4.1f%%\n",
                     pr == &prefill_prof ? "prefill" : "decode ", 100 * pr->qkv / pr->total,
                     100 * pr->attn / pr->total, 100 * pr->mlp / pr->total, 100 * pr->head / pr->total);
-    }
+      }
   }
   if (temp) std::filesystem::remove_all(dir);
   return status;

@@ -17,6 +17,7 @@ void register_model_import_hf(CLI::App& model);     // ember model import-hf
 void register_tokenize_commands(CLI::App& app);     // ember tokenize|detokenize
 void register_template_commands(CLI::App& app);     // ember template render
 void register_run_command(CLI::App& app);           // ember run
+void register_bench_command(CLI::App& app);         // ember bench
 void register_kv_snapshot_commands(CLI::App& kv);   // ember kv export|verify|replay|validate-replay
 void register_kv_compare_commands(CLI::App& kv);    // ember kv compare|perturb
 void register_kv_safetensors_commands(CLI::App& kv);  // ember kv import-safetensors|export-safetensors

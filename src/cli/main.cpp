@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   ember::cli::register_tokenize_commands(app);
   ember::cli::register_template_commands(app);
   ember::cli::register_run_command(app);
+  ember::cli::register_bench_command(app);
   CLI::App* kv = app.add_subcommand("kv", "KV snapshots: export, verify, replay, compare, perturb");
   kv->require_subcommand(1);
   ember::cli::register_kv_snapshot_commands(*kv);

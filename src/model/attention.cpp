@@ -64,48 +64,105 @@ void Engine::Impl::project(int layer, const float* x, int n, int pos0, KvCache& 
     }
 }
 
+// Attention blocked over keys: a task owns one KV head g, a tile of up to kQueryTile query
+// tokens and a run of that head's query heads; it converts the f16 cache rows it reads in
+// blocks of kKeyBlock keys into a small f32 buffer (exact) and applies each block to every
+// query of the task, so the conversion is shared by up to group x kQueryTile queries and
+// stays in L1/L2, and nothing is converted per call for the whole cache.
+//
+// canonical-v1 is kept bit for bit: for each (head, query) the arithmetic is the same as a
+// plain two-pass attention over keys 0..len-1 in order — the score of key j is dot_f32(q in
+// f16, k_j) * scale; the softmax is softmax_row over all len scores (its max, exp and sum
+// are over the whole row, so the reduction order depends on len alone); the probabilities
+// are rounded to f16; out accumulates fma(p_j, v_j, out) for j = 0, 1, ..., len-1 (the
+// second pass walks the V blocks in order). Blocks, tiles and the task split only decide
+// when and by which thread each of those fixed operations runs, never their order.
+namespace {
+constexpr int kKeyBlock = 64;    // keys converted at a time
+constexpr int kQueryTile = 16;   // query tokens per task
+}  // namespace
+
 void Engine::Impl::attend(int layer, int n, int pos0, const KvCache& cache) {
   const int D = cfg.head_dim, H = cfg.n_heads, G = cfg.n_kv_heads;
-  const int P = pos0 + n;
   const int group = H / G;
   const size_t qd = size_t(H) * D;
-  // The cached rows as f32 (exact conversion), once per layer for all query heads.
-  float* kf_ = grow(kf, size_t(G) * P * D);
-  float* vf_ = grow(vf, size_t(G) * P * D);
-  pool.parallel_for(int64_t(G) * P, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const int g = int(i / P), p = int(i % P);
-      ops::f16_to_f32_row(cache.k_row(layer, g, p), kf_ + size_t(i) * D, D);
-      ops::f16_to_f32_row(cache.v_row(layer, g, p), vf_ + size_t(i) * D, D);
-    }
-  });
   const float scale = 1.0f / std::sqrt(float(D));
   float* att_ = grow(att, size_t(n) * qd);
   const float* q_ = q.data();
-  // One task per (head, query): each output row is owned by exactly one task, and its
-  // arithmetic depends only on (q row, cached rows, position), never on n or the split.
-  pool.parallel_for(int64_t(H) * n, [&](int64_t b, int64_t e) {
-    std::vector<float> scores(static_cast<size_t>(P)), qh(static_cast<size_t>(D));
-    std::vector<uint16_t> half(static_cast<size_t>(std::max(P, D)));
-    for (int64_t i = b; i < e; ++i) {
-      const int h = int(i / n), t = int(i % n);
-      const int g = h / group;
-      const int len = pos0 + t + 1;  // causal: positions [0, pos0 + t]
-      const float* kg = kf_ + size_t(g) * P * D;
-      const float* vg = vf_ + size_t(g) * P * D;
-      // The query in f16, like the cached keys it meets (docs/numerics.md: the attention
+  const int tiles = (n + kQueryTile - 1) / kQueryTile;
+  // Split a group's heads across tasks only when there are too few tasks to feed the pool
+  // (decode: one tile); which task computes a head never changes its bits.
+  int head_parts = 1;
+  while (head_parts < group && int64_t(G) * tiles * head_parts < 2 * int64_t(pool.size()))
+    ++head_parts;
+  const int heads_per_task = (group + head_parts - 1) / head_parts;
+  head_parts = (group + heads_per_task - 1) / heads_per_task;
+  pool.parallel_for(int64_t(G) * tiles * head_parts, [&](int64_t b, int64_t e) {
+    thread_local std::vector<float> scores, qf, kvf;
+    thread_local std::vector<uint16_t> half;
+    for (int64_t task = b; task < e; ++task) {
+      const int g = int(task / (int64_t(tiles) * head_parts));
+      const int rest = int(task % (int64_t(tiles) * head_parts));
+      const int tile = rest / head_parts, part = rest % head_parts;
+      const int t0 = tile * kQueryTile, t1 = std::min(n, t0 + kQueryTile);
+      const int h0 = g * group + part * heads_per_task;
+      const int h1 = std::min(g * group + group, h0 + heads_per_task);
+      const int nq = (h1 - h0) * (t1 - t0);  // queries of this task, index (h - h0) * nt + t - t0
+      const int nt = t1 - t0;
+      const int P = pos0 + t1;                // keys visible to the task's last query
+      if (scores.size() < size_t(nq) * P) scores.resize(size_t(nq) * P);
+      if (qf.size() < size_t(nq) * D) qf.resize(size_t(nq) * D);
+      if (kvf.size() < size_t(kKeyBlock) * D) kvf.resize(size_t(kKeyBlock) * D);
+      if (half.size() < size_t(std::max(P, D))) half.resize(size_t(std::max(P, D)));
+      // The queries in f16, like the cached keys they meet (docs/numerics.md: the attention
       // products take f16 operands, as llama.cpp's CPU path does).
-      ops::f32_to_f16_row(q_ + size_t(t) * qd + size_t(h) * D, half.data(), D);
-      ops::f16_to_f32_row(half.data(), qh.data(), D);
-      for (int j = 0; j < len; ++j)
-        scores[size_t(j)] = ops::dot_f32(qh.data(), kg + size_t(j) * D, D) * scale;
-      ops::softmax_row(scores.data(), len);
-      // The probabilities in f16, like the cached values they weigh.
-      ops::f32_to_f16_row(scores.data(), half.data(), len);
-      ops::f16_to_f32_row(half.data(), scores.data(), len);
-      float* out = att_ + size_t(t) * qd + size_t(h) * D;
-      std::fill(out, out + D, 0.0f);
-      for (int j = 0; j < len; ++j) ops::axpy_f32(scores[size_t(j)], vg + size_t(j) * D, out, D);
+      for (int h = h0; h < h1; ++h)
+        for (int t = t0; t < t1; ++t) {
+          float* dst = qf.data() + (size_t(h - h0) * nt + size_t(t - t0)) * D;
+          ops::f32_to_f16_row(q_ + size_t(t) * qd + size_t(h) * D, half.data(), D);
+          ops::f16_to_f32_row(half.data(), dst, D);
+        }
+      // Pass 1: scores, one key block at a time.
+      for (int j0 = 0; j0 < P; j0 += kKeyBlock) {
+        const int j1 = std::min(P, j0 + kKeyBlock);
+        for (int j = j0; j < j1; ++j)
+          ops::f16_to_f32_row(cache.k_row(layer, g, j), kvf.data() + size_t(j - j0) * D, D);
+        for (int h = h0; h < h1; ++h)
+          for (int t = t0; t < t1; ++t) {
+            const int len = pos0 + t + 1;  // causal: positions [0, pos0 + t]
+            const int jend = std::min(j1, len);
+            const size_t qi = size_t(h - h0) * nt + size_t(t - t0);
+            const float* qh = qf.data() + qi * D;
+            float* sc = scores.data() + qi * P;
+            if (jend > j0) ops::dot_f32_rows(qh, kvf.data(), jend - j0, D, scale, sc + j0);
+          }
+      }
+      // The softmax of each query over its whole row, the probabilities in f16 (like the
+      // cached values they weigh), and the output rows cleared.
+      for (int h = h0; h < h1; ++h)
+        for (int t = t0; t < t1; ++t) {
+          const int len = pos0 + t + 1;
+          float* sc = scores.data() + (size_t(h - h0) * nt + size_t(t - t0)) * P;
+          ops::softmax_row(sc, len);
+          ops::f32_to_f16_row(sc, half.data(), len);
+          ops::f16_to_f32_row(half.data(), sc, len);
+          float* out = att_ + size_t(t) * qd + size_t(h) * D;
+          std::fill(out, out + D, 0.0f);
+        }
+      // Pass 2: out += p_j v_j, one value block at a time, keys in increasing order.
+      for (int j0 = 0; j0 < P; j0 += kKeyBlock) {
+        const int j1 = std::min(P, j0 + kKeyBlock);
+        for (int j = j0; j < j1; ++j)
+          ops::f16_to_f32_row(cache.v_row(layer, g, j), kvf.data() + size_t(j - j0) * D, D);
+        for (int h = h0; h < h1; ++h)
+          for (int t = t0; t < t1; ++t) {
+            const int len = pos0 + t + 1;
+            const int jend = std::min(j1, len);
+            const float* sc = scores.data() + (size_t(h - h0) * nt + size_t(t - t0)) * P;
+            float* out = att_ + size_t(t) * qd + size_t(h) * D;
+            if (jend > j0) ops::axpy_rows_f32(sc + j0, kvf.data(), jend - j0, D, out);
+          }
+      }
     }
   });
 }

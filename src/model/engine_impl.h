@@ -30,7 +30,6 @@ struct Engine::Impl {
   std::vector<float> att;     // (n, H*D) attention output before the O-projection
   std::vector<float> o;       // (n, E)
   std::vector<float> gate, up;  // (n, F)
-  std::vector<float> kf, vf;  // (G, P, D) the layer's cached K/V as f32
   std::vector<float> cos, sin;  // (n, D/2) RoPE of the call's positions
 
   // Checks the cache geometry and that [pos0, pos0 + n) lies below position_limit(), then

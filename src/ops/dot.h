@@ -17,5 +17,8 @@ namespace ember::ops {
 float dot_f32(const float* a, const float* b, int64_t k);
 // On a given path (tests compare the paths bit for bit); level must be supported.
 float dot_f32(const float* a, const float* b, int64_t k, SimdLevel level);
+// out[r] = dot_f32(a, b + r * k, k) * scale for r in [0, rows): the same bits as the calls one
+// by one, with the path chosen once (attention scores of one query against a block of keys).
+void dot_f32_rows(const float* a, const float* b, int64_t rows, int64_t k, float scale, float* out);
 
 }  // namespace ember::ops

@@ -218,4 +218,9 @@ float dot_f32(const float* a, const float* b, int64_t k, SimdLevel level) {
   return table_for(level).dot_f32(a, b, k);
 }
 
+void dot_f32_rows(const float* a, const float* b, int64_t rows, int64_t k, float scale, float* out) {
+  const detail::DotKernel dot = table_for(active_simd()).dot_f32;
+  for (int64_t r = 0; r < rows; ++r) out[r] = dot(a, b + r * k, k) * scale;
+}
+
 }  // namespace ember::ops

@@ -9,6 +9,7 @@ namespace ember::ops {
 
 namespace detail {
 void axpy_f32_avx2(float a, const float* x, float* y, int64_t n);
+void axpy_rows_f32_avx2(const float* w, const float* x, int64_t rows, int64_t n, float* y);
 void f16_to_f32_row_avx2(const uint16_t* src, float* dst, int64_t n);
 void f32_to_f16_row_avx2(const float* src, uint16_t* dst, int64_t n);
 }  // namespace detail
@@ -16,6 +17,12 @@ void f32_to_f16_row_avx2(const float* src, uint16_t* dst, int64_t n);
 void axpy_f32(float a, const float* x, float* y, int64_t n) {
   if (active_simd() != SimdLevel::scalar) return detail::axpy_f32_avx2(a, x, y, n);
   for (int64_t i = 0; i < n; ++i) y[i] = std::fma(a, x[i], y[i]);
+}
+
+void axpy_rows_f32(const float* w, const float* x, int64_t rows, int64_t n, float* y) {
+  if (active_simd() != SimdLevel::scalar) return detail::axpy_rows_f32_avx2(w, x, rows, n, y);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i) y[i] = std::fma(w[r], x[r * n + i], y[i]);
 }
 
 void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n) {

@@ -8,6 +8,10 @@ namespace ember::ops {
 
 // y[i] = fma(a, x[i], y[i]).  x (n,), y (n,)
 void axpy_f32(float a, const float* x, float* y, int64_t n);
+// For r = 0, 1, ..., rows-1 in that order: y[i] = fma(w[r], x[r * n + i], y[i]); the same
+// bits as rows calls of axpy_f32 (each element's chain is in r order), with y held in
+// registers across the rows.  w (rows,), x (rows, n), y (n,)
+void axpy_rows_f32(const float* w, const float* x, int64_t rows, int64_t n, float* y);
 // dst[i] = f16 -> f32 (exact).  src (n,) f16 bit patterns -> dst (n,)
 void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n);
 // dst[i] = f32 -> f16, round to nearest even (util/f16.h).  src (n,) -> dst (n,)

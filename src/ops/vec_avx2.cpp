@@ -17,6 +17,37 @@ void axpy_f32_avx2(float a, const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = std::fma(a, x[i], y[i]);
 }
 
+void axpy_rows_f32_avx2(const float* w, const float* x, int64_t rows, int64_t n, float* y) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256 y0 = _mm256_loadu_ps(y + i), y1 = _mm256_loadu_ps(y + i + 8),
+           y2 = _mm256_loadu_ps(y + i + 16), y3 = _mm256_loadu_ps(y + i + 24);
+    for (int64_t r = 0; r < rows; ++r) {
+      const __m256 a = _mm256_set1_ps(w[r]);
+      const float* xr = x + r * n + i;
+      y0 = _mm256_fmadd_ps(a, _mm256_loadu_ps(xr), y0);
+      y1 = _mm256_fmadd_ps(a, _mm256_loadu_ps(xr + 8), y1);
+      y2 = _mm256_fmadd_ps(a, _mm256_loadu_ps(xr + 16), y2);
+      y3 = _mm256_fmadd_ps(a, _mm256_loadu_ps(xr + 24), y3);
+    }
+    _mm256_storeu_ps(y + i, y0);
+    _mm256_storeu_ps(y + i + 8, y1);
+    _mm256_storeu_ps(y + i + 16, y2);
+    _mm256_storeu_ps(y + i + 24, y3);
+  }
+  for (; i + 8 <= n; i += 8) {
+    __m256 y0 = _mm256_loadu_ps(y + i);
+    for (int64_t r = 0; r < rows; ++r)
+      y0 = _mm256_fmadd_ps(_mm256_set1_ps(w[r]), _mm256_loadu_ps(x + r * n + i), y0);
+    _mm256_storeu_ps(y + i, y0);
+  }
+  for (; i < n; ++i) {
+    float yi = y[i];
+    for (int64_t r = 0; r < rows; ++r) yi = std::fma(w[r], x[r * n + i], yi);
+    y[i] = yi;
+  }
+}
+
 void f16_to_f32_row_avx2(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)

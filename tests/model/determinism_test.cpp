@@ -117,6 +117,69 @@ TEST(Determinism, ThreadsPrefillDecodeAndSimdPathsGiveIdenticalBits) {
   }
 }
 
+// Evaluates `tokens` as consecutive multi-token calls of the given sizes (the last call's
+// sizes may be 1: decode steps).
+Outcome run_calls(const std::shared_ptr<const Model>& m, int threads,
+                  const std::vector<int32_t>& tokens, const std::vector<int>& calls) {
+  Engine e(m, EngineOptions{threads});
+  KvCache cache = e.new_cache(8);  // grows as the calls come (cache growth mid-sequence)
+  Outcome o;
+  size_t at = 0;
+  for (int c : calls) {
+    const std::vector<float> l = e.forward(cache, std::span(tokens.data() + at, size_t(c)), nullptr, true);
+    o.logits.insert(o.logits.end(), l.begin(), l.end());
+    at += size_t(c);
+  }
+  EXPECT_EQ(at, tokens.size());
+  // The valid rows only: the capacity differs with the call pattern.
+  Outcome valid;
+  valid.logits = o.logits;
+  for (int l = 0; l < cache.n_layers; ++l)
+    for (int h = 0; h < cache.n_kv_heads; ++h)
+      for (int p = 0; p < cache.n_pos; ++p) {
+        valid.k.insert(valid.k.end(), cache.k_row(l, h, p), cache.k_row(l, h, p) + cache.head_dim);
+        valid.v.insert(valid.v.end(), cache.v_row(l, h, p), cache.v_row(l, h, p) + cache.head_dim);
+      }
+  return valid;
+}
+
+// Attention is blocked over keys (64 at a time) and tiled over queries (16 a task): prompts
+// longer than one block and one tile, calls that start and end inside blocks, and decode
+// after them give the same bits as one prefill, on every thread count and SIMD path.
+TEST(Determinism, PromptsLongerThanOneAttentionBlockGiveIdenticalBits) {
+  SimdGuard guard;
+  std::vector<test::TinySpec> cases;
+  test::TinySpec s;  // llama, GQA 4:2, F32
+  cases.push_back(s);
+  s = {};
+  s.arch = "qwen3";
+  s.qk_norm = true;
+  s.head_dim = 128;
+  s.wtype = TensorType::Q8_0;
+  s.kv_heads = 1;  // MQA: one KV head, all query heads in one group
+  cases.push_back(s);
+  for (const test::TinySpec& spec : cases) {
+    SCOPED_TRACE(spec.name());
+    auto m = test::make_tiny_model(spec);
+    const std::vector<int32_t> tokens = prompt(150, spec.vocab, 4);
+    set_simd_override(detect_simd());
+    const Outcome base = run_calls(m, 1, tokens, {150});
+    expect_same_bits(base, run_calls(m, 2, tokens, {150}), "threads 2");
+    expect_same_bits(base, run_calls(m, 3, tokens, {150}), "threads 3");
+    expect_same_bits(base, run_calls(m, 1, tokens, {70, 57, 1, 1, 1, 20}), "calls across blocks");
+    expect_same_bits(base, run_calls(m, 2, tokens, {64, 64, 16, 1, 5}), "calls on block edges");
+    std::vector<int> decode(30, 1);
+    decode.insert(decode.begin(), 120);
+    expect_same_bits(base, run_calls(m, 3, tokens, decode), "prefill 120 + 30 decodes");
+    for (SimdLevel level : test::simd_levels_under_test()) {
+      set_simd_override(level);
+      expect_same_bits(base, run_calls(m, 2, tokens, {150}), std::string("simd ") + simd_name(level));
+      expect_same_bits(base, run_calls(m, 1, tokens, {100, 1, 49}),
+                       std::string("simd ") + simd_name(level) + ", calls 100 + 1 + 49");
+    }
+  }
+}
+
 TEST(Determinism, LastRowLogitsEqualAllRowsLogits) {
   auto m = test::make_tiny_model(test::TinySpec{});
   Engine e(m, EngineOptions{2});

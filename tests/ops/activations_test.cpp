@@ -10,6 +10,7 @@
 
 #include "support/test_support.h"
 #include "ops/activations.h"
+#include "ops/dot.h"
 #include "ops/norm.h"
 #include "ops/vec.h"
 #include "util/f16.h"
@@ -153,6 +154,57 @@ TEST(Vec, TwinsAreBitIdentical) {
       ASSERT_EQ(bits(back[i]), bits(back0[i])) << simd_name(level);
     }
   }
+}
+
+// The row kernels attention uses over a block of keys give the bits of the one-row calls on
+// the same path (edge values included), and the paths agree with scalar on finite data.
+TEST(Vec, RowKernelsEqualTheirOneRowCalls) {
+  SimdGuard guard;
+  for (const bool edges : {true, false})
+    for (const int64_t n : {int64_t(64), int64_t(128), int64_t(40), int64_t(7)}) {
+      const int64_t rows = 37;
+      auto data = [&](size_t count, float lo, float hi, uint32_t seed) {
+        std::vector<float> v = edge_and_random(count + (edges ? 0 : 32), lo, hi, seed);
+        if (!edges) v.erase(v.begin(), v.begin() + 32);  // drop the 21 edge values (and more)
+        v.resize(count);
+        return v;
+      };
+      const std::vector<float> x = data(size_t(rows * n), -3.0f, 3.0f, 9);
+      const std::vector<float> w = data(size_t(rows), -1.0f, 1.0f, 10);
+      const std::vector<float> q = data(size_t(n), -2.0f, 2.0f, 11);
+      const std::vector<float> y_in = data(size_t(n), -1.0f, 1.0f, 12);
+      auto one_row_calls = [&](std::vector<float>& y, std::vector<float>& sc) {
+        y = y_in;
+        sc.assign(static_cast<size_t>(rows), 0.0f);
+        for (int64_t r = 0; r < rows; ++r) {
+          axpy_f32(w[size_t(r)], x.data() + r * n, y.data(), n);
+          sc[size_t(r)] = dot_f32(q.data(), x.data() + r * n, n) * 0.125f;
+        }
+      };
+      set_simd_override(SimdLevel::scalar);
+      std::vector<float> scalar_y, scalar_s;
+      one_row_calls(scalar_y, scalar_s);
+      for (SimdLevel level : test::simd_levels_under_test()) {
+        set_simd_override(level);
+        std::vector<float> want_y, want_s;
+        one_row_calls(want_y, want_s);
+        std::vector<float> y = y_in, s(static_cast<size_t>(rows));
+        axpy_rows_f32(w.data(), x.data(), rows, n, y.data());
+        dot_f32_rows(q.data(), x.data(), rows, n, 0.125f, s.data());
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(bits(y[size_t(i)]), bits(want_y[size_t(i)])) << simd_name(level) << " n=" << n;
+          if (!edges) {
+            ASSERT_EQ(bits(y[size_t(i)]), bits(scalar_y[size_t(i)])) << simd_name(level);
+          }
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(bits(s[size_t(r)]), bits(want_s[size_t(r)])) << simd_name(level) << " n=" << n;
+          if (!edges) {
+            ASSERT_EQ(bits(s[size_t(r)]), bits(scalar_s[size_t(r)])) << simd_name(level);
+          }
+        }
+      }
+    }
 }
 
 TEST(RmsNorm, MatchesDefinitionAndIsPathIndependent) {
