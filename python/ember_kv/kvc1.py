@@ -27,7 +27,7 @@ MAX_HEADER = 64 << 20
 DTYPES = {1: ("f16", np.dtype("<f2")), 2: ("bf16", np.dtype("<u2")), 3: ("f32", np.dtype("<f4"))}
 DTYPE_CODES = {name: code for code, (name, _) in DTYPES.items()}
 # What a container holds (src/kv/kvc1.h kKvc1Kinds): preamble byte 28 and header artifact.kind.
-KINDS = {1: "native", 2: "mapped"}
+KINDS = {1: "native", 2: "mapped", 3: "foreign"}
 KIND_CODES = {name: code for code, name in KINDS.items()}
 _ENTRY = struct.Struct("<IBBH3QQQ32s")
 _PREAMBLE = struct.Struct("<4sHHQQIB3s")

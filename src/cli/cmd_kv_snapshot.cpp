@@ -167,13 +167,16 @@ void add_verify(CLI::App& kv) {
 
 // kv replay --store / --save-to: the prompt through store::run_with_store (store/prefix.h).
 template <typename Opts>
-void replay_with_store(const Opts& o) {
+void replay_with_store(Opts& o) {
   if (!o.snapshot.empty())
     fail_field("kv replay", "--snapshot", "no snapshot with --store/--save-to (the prompt is the input)", o.snapshot);
   const store::OnMiss on_miss = parse_on_miss(o.on_miss);
-  refuse_output_is_input(o.logits_out, {o.m.model, o.m.tokenizer, o.p.file});
+  refuse_output_is_input(o.logits_out, {o.m.model, o.m.tokenizer, o.p.file, o.p.messages, o.p.chat.tokenizer_config});
+  if (!has_prompt_input(o.p))
+    fail_field("kv replay", "prompt", "--prompt TEXT, --prompt-file F, --messages CONV.json or --prompt-ids LIST", "none");
   const Loaded l = load(o.m);
-  const std::vector<int32_t> prompt = prompt_tokens(o.p, l);
+  o.p.chat.model = o.m.model;
+  const std::vector<int32_t> prompt = prompt_tokens(o.p, l, o.m.model);
   check_positions(*l.engine, int64_t(prompt.size()), "prompt", "tokens", o.n, "-n");
   const store::BackendOptions bo = store_backend_options(o.password_file);
   std::optional<store::Store> from, to;
@@ -212,7 +215,7 @@ void add_replay(CLI::App& kv) {
     kv::TrustRequirements trust;
     // The store path (docs/store.md): the prompt is the input, its longest stored prefix is
     // restored, the rest computed.
-    PromptArgs p;
+    PromptInput p;
     std::string store, save_to, save_name, on_miss = "fail", password_file;
   };
   auto o = std::make_shared<Opts>();
@@ -224,7 +227,7 @@ void add_replay(CLI::App& kv) {
   c->add_option("--save-name", o->save_name, "a name for the state --save-to stores");
   c->add_option("--on-miss", o->on_miss, "a stored state that fails a check: fail | recompute (and say so)")
       ->capture_default_str();
-  add_prompt_flags(c, o->p);
+  add_prompt_input_flags(c, o->p);
   add_password_file_flag(c, o->password_file);
   c->add_option("-n", o->n, "selection steps after the resume token")->capture_default_str();
   c->add_option("--logits-out", o->logits_out, "write every step's f32 logits [steps][vocab] to FILE");

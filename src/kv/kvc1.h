@@ -44,14 +44,16 @@ inline constexpr uint32_t kKvc1MaxTensors = 2 * 1024;
 enum class Kvc1Kind : uint8_t {
   native = 1,  // produced by the model its state names (ember.kv-snapshot)
   mapped = 2,  // authored by a translator (ember.kv-mapped: the manifest's "mapping" extension)
+  foreign = 3,  // read from another engine's state (ember.kv-foreign: the "foreign" extension)
 };
 struct Kvc1KindInfo {
   Kvc1Kind kind;
   const char* name;  // artifact.kind
 };
-inline constexpr Kvc1KindInfo kKvc1Kinds[] = {{Kvc1Kind::native, "native"}, {Kvc1Kind::mapped, "mapped"}};
-const char* kvc1_kind_name(Kvc1Kind k);  // "native" | "mapped"
-// "native|mapped": the names of kKvc1Kinds, for error messages.
+inline constexpr Kvc1KindInfo kKvc1Kinds[] = {
+    {Kvc1Kind::native, "native"}, {Kvc1Kind::mapped, "mapped"}, {Kvc1Kind::foreign, "foreign"}};
+const char* kvc1_kind_name(Kvc1Kind k);  // "native" | "mapped" | "foreign"
+// "native|mapped|foreign": the names of kKvc1Kinds, for error messages.
 std::string kvc1_kind_names();
 
 enum class Kvc1Dtype : uint8_t { f16 = 1, bf16 = 2, f32 = 3 };

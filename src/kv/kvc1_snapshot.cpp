@@ -63,21 +63,22 @@ std::vector<Kvc1TensorSource> layer_sources(const model::KvCache& c, PayloadChec
 
 }  // namespace
 
-json kvc1_state_header(const SnapshotManifest& m, const MappedProvenance* mapping) {
-  const Kvc1Kind kind = mapping ? Kvc1Kind::mapped : Kvc1Kind::native;
+json kvc1_state_header(const SnapshotManifest& m, const MappedProvenance* mapping, const ForeignProvenance* foreign) {
+  const Kvc1Kind kind = mapping ? Kvc1Kind::mapped : foreign ? Kvc1Kind::foreign : Kvc1Kind::native;
   return {{"artifact", {{"kind", kvc1_kind_name(kind)}}},
           {"format", kKvc1Format},
-          {"state", json::parse(state_manifest_json(m, mapping, "KVC1 state"))}};
+          {"state", json::parse(state_manifest_json(m, mapping, "KVC1 state", foreign))}};
 }
 
 Digest pack_snapshot_dir(const std::string& dir, const std::string& out, bool force) {
   // The one directory reader (every check, either kind), then the one KVC1 writer.
   const StateDir d = read_state_dir(dir, {Accept::any, false});
-  return write_state_kvc1(d.header.manifest, d.header.mapping ? &*d.header.mapping : nullptr, d.cache, out, force);
+  return write_state_kvc1(d.header.manifest, d.header.mapping ? &*d.header.mapping : nullptr, d.cache, out, force,
+                          d.header.foreign ? &*d.header.foreign : nullptr);
 }
 
 Digest write_state_kvc1(const SnapshotManifest& m, const MappedProvenance* mapping, const model::KvCache& c,
-                        const std::string& out, bool force) {
+                        const std::string& out, bool force, const ForeignProvenance* foreign) {
   const Geometry& g = m.geometry;
   if (c.n_layers != g.layers || c.n_kv_heads != g.kv_heads || c.head_dim != g.head_dim ||
       c.capacity < g.positions || c.n_pos != g.positions)
@@ -85,7 +86,7 @@ Digest write_state_kvc1(const SnapshotManifest& m, const MappedProvenance* mappi
   PayloadCheck k_check(g), v_check(g);
   const auto sources = layer_sources(c, &k_check, &v_check);
   AtomicFile file(out, force);
-  const Digest d = write_kvc1(file.sink(), kvc1_state_header(m, mapping), sources, out);
+  const Digest d = write_kvc1(file.sink(), kvc1_state_header(m, mapping, foreign), sources, out);
   // Nothing is committed unless the bytes are those the manifest seals, and finite.
   for (Payload p : {Payload::keys, Payload::values})
     check_payload_stream(p == Payload::keys ? k_check : v_check, (p == Payload::keys ? m.keys : m.values).sha256,
@@ -101,6 +102,7 @@ bool accepts(Accept accept, Kvc1Kind kind) {
   switch (accept) {
     case Accept::native: return kind == Kvc1Kind::native;
     case Accept::mapped: return kind == Kvc1Kind::mapped;
+    case Accept::foreign: return kind == Kvc1Kind::foreign;
     case Accept::any: return true;
   }
   return false;
@@ -110,6 +112,7 @@ const char* who_reads(Kvc1Kind kind) {
   switch (kind) {
     case Kvc1Kind::native: return "a native snapshot: kv replay reads it";
     case Kvc1Kind::mapped: return "a mapped cache: ember map replay and kv compare read it";
+    case Kvc1Kind::foreign: return "another engine's cache: kv compare reads it, kv replay only with --allow-foreign";
   }
   return "?";
 }
@@ -120,7 +123,10 @@ StateDir kvc1_to_state(const Kvc1File& f, Accept accept, bool allow_non_finite) 
   const std::string& w = f.path();
   if (!accepts(accept, f.kind()))
     fail_field(w, "artifact.kind",
-               std::string(accept == Accept::native ? "native" : "mapped") + " (the state this command reads)",
+               std::string(accept == Accept::native   ? "native"
+                           : accept == Accept::mapped ? "mapped"
+                                                      : "foreign") +
+                   " (the state this command reads)",
                "\"" + f.artifact_kind() + "\" (" + who_reads(f.kind()) + ")");
   StateDir s;
   try {
@@ -130,10 +136,12 @@ StateDir kvc1_to_state(const Kvc1File& f, Accept accept, bool allow_non_finite) 
   } catch (const Error& e) {
     throw Kvc1Error(Kvc1Reject::bad_header, std::string(e.what()));
   }
-  if (s.header.mapped() != (f.kind() == Kvc1Kind::mapped))
+  const char* want_format = f.kind() == Kvc1Kind::mapped    ? kMappedFormat
+                            : f.kind() == Kvc1Kind::foreign ? kForeignFormat
+                                                            : kSnapshotFormat;
+  if (std::string(s.header.format()) != want_format)
     reject(Kvc1Reject::bad_header, w, "state.format",
-           std::string(f.kind() == Kvc1Kind::mapped ? kMappedFormat : kSnapshotFormat) + " (artifact.kind \"" +
-               f.artifact_kind() + "\")",
+           std::string(want_format) + " (artifact.kind \"" + f.artifact_kind() + "\")",
            "\"" + std::string(s.header.format()) + "\"");
   const SnapshotManifest& m = s.header.manifest;
   const Geometry& g = m.geometry;
@@ -159,7 +167,8 @@ StateDir kvc1_to_state(const Kvc1File& f, Accept accept, bool allow_non_finite) 
       fail_field(w, std::string(k ? "K" : "V") + " payloads", "finite f16 values (exponent bits not all ones)",
                  chk.first_non_finite());
   }
-  s.manifest_text = state_manifest_json(m, s.header.mapping ? &*s.header.mapping : nullptr, w);
+  s.manifest_text = state_manifest_json(m, s.header.mapping ? &*s.header.mapping : nullptr, w,
+                                        s.header.foreign ? &*s.header.foreign : nullptr);
   return s;
 }
 
@@ -178,7 +187,8 @@ Snapshot read_kvc1_snapshot(const std::string& path, bool allow_non_finite) {
 
 void unpack_kvc1(const std::string& path, const std::string& dir, bool force) {
   const StateDir d = read_kvc1_state(path, Accept::any);
-  write_state_dir(d.header.manifest, d.header.mapping ? &*d.header.mapping : nullptr, d.cache, dir, force);
+  write_state_dir(d.header.manifest, d.header.mapping ? &*d.header.mapping : nullptr, d.cache, dir, force,
+                  d.header.foreign ? &*d.header.foreign : nullptr);
 }
 
 }  // namespace ember::kv

@@ -16,7 +16,8 @@
 namespace ember::kv {
 
 // {"artifact":{"kind":"native"|"mapped"},"format":"ember.kvc1","state":<manifest>}.
-nlohmann::json kvc1_state_header(const SnapshotManifest& m, const MappedProvenance* mapping);
+nlohmann::json kvc1_state_header(const SnapshotManifest& m, const MappedProvenance* mapping,
+                                 const ForeignProvenance* foreign = nullptr);
 inline nlohmann::json kvc1_native_header(const SnapshotManifest& m) { return kvc1_state_header(m, nullptr); }
 
 // A snapshot directory of either kind as a KVC1 file: read_state_dir (the one directory
@@ -28,7 +29,7 @@ Digest pack_snapshot_dir(const std::string& dir, const std::string& out, bool fo
 // layer's K and V through the payload serializer (write_payload). Refuses, committing
 // nothing, a cache whose bytes differ from its seal or hold a non-finite value.
 Digest write_state_kvc1(const SnapshotManifest& m, const MappedProvenance* mapping, const model::KvCache& cache,
-                        const std::string& out, bool force);
+                        const std::string& out, bool force, const ForeignProvenance* foreign = nullptr);
 inline Digest write_snapshot_kvc1(const Snapshot& s, const std::string& out, bool force) {
   return write_state_kvc1(s.manifest, nullptr, s.cache, out, force);
 }

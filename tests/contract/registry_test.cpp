@@ -144,7 +144,7 @@ TEST(Registry, MapHybridIsGatedAndLabelsItsProvenance) {
   const std::string dir = test::temp_dir("reg-cli");
   const std::string ember = test::ember_binary(), src = test::shared_path("models/stories260K.gguf"),
                     tgt = test::shared_path("models/stories260K-kjv-top.gguf");
-  const std::string base = ember + " map hybrid --source " + src + " --target " + tgt + " --prompt 'And the LORD said' -n 2";
+  const std::string base = ember + " map hybrid --source " + src + " --target " + tgt + " --prompt 'And the LORD said' -n 2 --relation same-base";
   std::string out;
   ASSERT_EQ(test::run_command(base + " --output " + dir + "/plain", &out), 0) << out;
   const json plain = json::parse(read_file(dir + "/plain/manifest.json"));

@@ -123,6 +123,16 @@ TEST(ForeignState, CliImportReplayCompareExportRoundTrip) {
             0)
       << out;
   EXPECT_NE(out.find("its numerics are not ember's"), std::string::npos) << out;
+  // KVC1 holds the foreign kind too (kind byte 3): pack, unpack byte-identical, and a native
+  // reader refuses the .kvc by kind.
+  ASSERT_EQ(test::run_command(ember + " kvc pack " + dir + "/foreign " + dir + "/foreign.kvc 2>&1", &out), 0) << out;
+  ASSERT_EQ(test::run_command(ember + " kvc unpack " + dir + "/foreign.kvc " + dir + "/unpacked 2>&1", &out), 0) << out;
+  for (const char* f : {"/manifest.json", "/keys.f16le", "/values.f16le"})
+    EXPECT_EQ(test::read_bytes(dir + "/unpacked" + f), test::read_bytes(dir + "/foreign" + f)) << f;
+  EXPECT_EQ(test::run_command(ember + " kv replay --snapshot " + dir + "/foreign.kvc --model " + model + " -n 2 2>&1", &out),
+            2);
+  EXPECT_NE(out.find("artifact.kind: expected native"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"foreign\""), std::string::npos) << out;
   // ember's own export of the same prompt, and the cross-engine compare.
   ASSERT_EQ(test::run_command(ember + " kv export --model " + model + " --prompt-ids 1,403,407,261,378 -o " + dir +
                                   "/native >/dev/null 2>&1"),

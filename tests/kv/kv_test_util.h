@@ -65,6 +65,7 @@ inline kv::MappedState make_mapped_state(int layers, int kv_heads, int head_dim,
   m.manifest = s.manifest;
   m.cache = std::move(s.cache);
   m.mapping.kind = "ridge";
+  m.mapping.relation = "quantization-boundary";
   m.mapping.mapper_hash = sha256_hex("mapper");
   m.mapping.calibration_split_hash = sha256_hex("split");
   m.mapping.shared_layers = 1;
