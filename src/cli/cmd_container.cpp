@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/trust_flags.h"
 #include "kv/kvc1.h"
 #include "kv/kvc1_snapshot.h"
 #include "util/atomic_file.h"
@@ -16,7 +17,7 @@ namespace ember::cli {
 namespace {
 
 struct KvcArgs {
-  std::string in, out;
+  std::string in, out, sign;
   bool force = false;
   bool json = false;
 };
@@ -48,7 +49,7 @@ nlohmann::json describe(const kv::Kvc1File& f) {
 
 void run_pack(const KvcArgs& a) {
   refuse_output_is_input(a.out, {a.in});
-  const Digest d = kv::pack_snapshot_dir(a.in, a.out, a.force);
+  const Digest d = kv::pack_snapshot_dir(a.in, a.out, a.force, a.sign);
   std::printf("packed %s -> %s (trailer sha256 %s)\n", a.in.c_str(), a.out.c_str(), to_hex(d).c_str());
 }
 
@@ -131,6 +132,7 @@ void register_container_commands(CLI::App& app) {
   pack->add_option("snapshot", a->in, "ember.kv-snapshot.v1 or ember.kv-mapped.v1 directory")->required();
   pack->add_option("out", a->out, "KVC1 file to write")->required();
   pack->add_flag("--force", a->force, "Replace an existing file");
+  add_sign_flag(pack, a->sign);
   pack->callback([a] { run_pack(*a); });
   CLI::App* unpack = kvc->add_subcommand("unpack", "KVC1 file -> the directory it was packed from (byte-identical; either kind)");
   unpack->add_option("in", a->in, "KVC1 file")->required();

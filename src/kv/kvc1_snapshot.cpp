@@ -70,9 +70,12 @@ json kvc1_state_header(const SnapshotManifest& m, const MappedProvenance* mappin
           {"state", json::parse(state_manifest_json(m, mapping, "KVC1 state", foreign))}};
 }
 
-Digest pack_snapshot_dir(const std::string& dir, const std::string& out, bool force) {
+Digest pack_snapshot_dir(const std::string& dir, const std::string& out, bool force, const std::string& sign_key_pem) {
   // The one directory reader (every check, either kind), then the one KVC1 writer.
-  const StateDir d = read_state_dir(dir, {Accept::any, false});
+  StateDir d = read_state_dir(dir, {Accept::any, false});
+  if (!sign_key_pem.empty())
+    sign_manifest(d.header.manifest, d.header.mapping ? &*d.header.mapping : nullptr, sign_key_pem,
+                  d.header.foreign ? &*d.header.foreign : nullptr);
   return write_state_kvc1(d.header.manifest, d.header.mapping ? &*d.header.mapping : nullptr, d.cache, out, force,
                           d.header.foreign ? &*d.header.foreign : nullptr);
 }

@@ -23,7 +23,11 @@ inline nlohmann::json kvc1_native_header(const SnapshotManifest& m) { return kvc
 // A snapshot directory of either kind as a KVC1 file: read_state_dir (the one directory
 // reader: entries, no links or FIFOs, sizes before allocation, hashes, finiteness, the seal),
 // then write_state_kvc1. Nothing is written for a refused directory. Returns the trailer digest.
-Digest pack_snapshot_dir(const std::string& dir, const std::string& out, bool force);
+// With sign_key_pem, the packed state's seal is signed with that Ed25519 private key
+// (kv/seal.h), replacing any signature it had: the container then carries a manifest that
+// `--trust PUBKEY.pem` accepts, and unpacks to a signed directory.
+Digest pack_snapshot_dir(const std::string& dir, const std::string& out, bool force,
+                         const std::string& sign_key_pem = "");
 
 // Writes a sealed state (native: mapping == nullptr) as KVC1, without copying the cache: each
 // layer's K and V through the payload serializer (write_payload). Refuses, committing

@@ -172,5 +172,29 @@ TEST(SealCli, CompareChecksEachSidesSealAndSignature) {
   EXPECT_NE(out.find("an unsigned artifact"), std::string::npos) << out;
 }
 
+// kvc pack --sign: the container carries a signed manifest, so `kv replay --trust` accepts the
+// .kvc (and refuses the unsigned one), and the seal, the content identity, is unchanged.
+TEST(SealCli, PackSignsTheContainedManifest) {
+  const std::string keys = temp_dir("seal-pack-keys");
+  std::string out;
+  ASSERT_EQ(run_command(ember_binary() + " kv keygen --private " + keys + "/k.pem --public " + keys + "/k.pub", &out), 0) << out;
+  const Exported e = export_stories("seal-pack");
+  const std::string dir = temp_dir("seal-pack-kvc");
+  ASSERT_EQ(run_command(ember_binary() + " kvc pack " + e.dir + " " + dir + "/plain.kvc", &out), 0) << out;
+  ASSERT_EQ(run_command(ember_binary() + " kvc pack --sign " + keys + "/k.pem " + e.dir + " " + dir + "/signed.kvc", &out), 0)
+      << out;
+  const std::string model = shared_path("models/stories260K.gguf");
+  const auto replay = [&](const std::string& kvc) {
+    return run_command(ember_binary() + " kv replay --model " + model + " --snapshot " + kvc + " -n 2 --trust " + keys +
+                           "/k.pub --expect " + e.seal,
+                       &out);
+  };
+  EXPECT_EQ(replay(dir + "/signed.kvc"), 0) << out;
+  EXPECT_EQ(replay(dir + "/plain.kvc"), 2) << out;
+  EXPECT_NE(out.find("an unsigned artifact"), std::string::npos) << out;
+  ASSERT_EQ(run_command(ember_binary() + " kvc unpack " + dir + "/signed.kvc " + dir + "/unpacked", &out), 0) << out;
+  EXPECT_EQ(verify(dir + "/unpacked", &out, "--trust " + keys + "/k.pub --expect " + e.seal), 0) << out;
+}
+
 }  // namespace
 }  // namespace ember::test
