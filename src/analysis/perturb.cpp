@@ -92,9 +92,10 @@ QuantizeCount quantize_selected(model::KvCache& c, const PerturbSpec& s, bool wr
   return n;
 }
 
-PerturbReceipt make_quantize_receipt(const ComparedState& source, const PerturbSpec& spec) {
+// What every perturbation receipt binds: the source state (its identity and active K/V
+// hashes), its shape, and the spec as given.
+PerturbReceipt receipt_for(const ComparedState& source, const PerturbSpec& spec) {
   const StateCoordinates& x = source.coords;
-  check_kv_quantizable(*spec.quantize, x.n_kv_heads, x.head_dim, "kv perturb");
   PerturbReceipt r;
   r.source_snapshot_id = source.identity.snapshot_id;
   r.source_keys_sha256 = active_keys_sha256(source.cache);
@@ -105,6 +106,13 @@ PerturbReceipt make_quantize_receipt(const ComparedState& source, const PerturbS
   r.head_dim = x.head_dim;
   r.n_pos = x.n_pos;
   r.spec = spec;
+  return r;
+}
+
+PerturbReceipt make_quantize_receipt(const ComparedState& source, const PerturbSpec& spec) {
+  const StateCoordinates& x = source.coords;
+  check_kv_quantizable(*spec.quantize, x.n_kv_heads, x.head_dim, "kv perturb");
+  PerturbReceipt r = receipt_for(source, spec);
   r.spec.layer = 0;
   r.spec.head = 0;
   r.spec.zero = false;
@@ -163,16 +171,7 @@ PerturbReceipt make_receipt(const ComparedState& source, const PerturbSpec& spec
   if (!spec.zero && !std::isfinite(bits_to_f32(spec.scale_bits))) {
     fail_field("kv perturb", "--scale", "a finite number", hex32(spec.scale_bits));
   }
-  PerturbReceipt r;
-  r.source_snapshot_id = source.identity.snapshot_id;
-  r.source_keys_sha256 = active_keys_sha256(source.cache);
-  r.source_values_sha256 = active_values_sha256(source.cache);
-  r.source_model_identity = source.identity.model_identity;
-  r.n_layers = x.n_layers;
-  r.n_kv_heads = x.n_kv_heads;
-  r.head_dim = x.head_dim;
-  r.n_pos = x.n_pos;
-  r.spec = spec;
+  PerturbReceipt r = receipt_for(source, spec);
   if (spec.zero) r.spec.scale_bits = 0;
   const uint64_t per_part = uint64_t(x.n_pos) * uint64_t(x.head_dim);
   if (has_k(spec.part)) {

@@ -33,18 +33,18 @@ bool is_valid_bridge_receipt(const json& doc) {
          builtin_schema("bridge-receipt").validate(doc).empty();
 }
 
-// The directory a receipt's relative evidence paths are read from: the receipt's own.
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
+}  // namespace
+
+std::string evidence_path(const std::string& path, const std::string& document_path) {
+  if (path.empty() || path[0] == '/') return path;
+  const size_t slash = document_path.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : document_path.substr(0, slash)) + "/" + path;
 }
 
 bool is_regular_file(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
-
-}  // namespace
 
 std::vector<std::string> receipt_consistency(const json& r) {
   std::vector<std::string> out;
@@ -92,7 +92,7 @@ std::vector<std::string> receipt_evidence_mismatches(const json& r, const std::s
     if (!ev[i].contains("path")) continue;
     std::string path = ev[i]["path"].get<std::string>();
     if (path.empty()) continue;
-    if (path[0] != '/') path = dir_of(receipt_path) + "/" + path;
+    path = evidence_path(path, receipt_path);
     if (!is_regular_file(path)) continue;  // not here: nothing to check against
     const std::string found = sha256_file_hex(path);
     const std::string want = ev[i]["sha256"].get<std::string>();

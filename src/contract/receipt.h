@@ -79,6 +79,12 @@ std::vector<std::string> validate_receipt(const nlohmann::json& receipt);
 // model). Empty for any other document, a schema-invalid receipt included.
 std::vector<std::string> receipt_consistency(const nlohmann::json& receipt);
 
+// Where a document's evidence `path` points: as is when absolute (or empty), else relative to
+// the directory of the document at `document_path` (a receipt, a registry). Shared by the
+// receipt and registry evidence checks; is_regular_file says whether there is a file to hash.
+std::string evidence_path(const std::string& path, const std::string& document_path);
+bool is_regular_file(const std::string& path);
+
 // Evidence items whose `path` names a regular file that is present (relative paths from the
 // receipt's directory) must carry that file's SHA-256; one line per mismatch. An absent file
 // is not an error (the evidence may live elsewhere). Used by validate_file and write_receipt.

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "contract/json_schema.h"
+#include "contract/receipt.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/json_strict.h"
@@ -17,16 +18,6 @@ using nlohmann::json;
 namespace {
 
 constexpr size_t kMaxRegistryBytes = size_t(16) << 20;
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-bool is_regular_file(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 std::string entry_id(const json& e) { return e.value("id", std::string("?")); }
 
@@ -85,7 +76,7 @@ std::vector<std::string> registry_evidence_problems(const json& e, const std::st
     if (!r.contains("path")) continue;
     std::string path = r["path"].get<std::string>();
     const std::string field = "receipts[" + std::to_string(i) + "]";
-    if (!path.empty() && path[0] != '/') path = dir_of(registry_path) + "/" + path;
+    path = evidence_path(path, registry_path);
     if (!is_regular_file(path)) {
       out.push_back(field + ".path: expected a regular file to hash, found none at " + path);
       continue;

@@ -58,19 +58,7 @@ class DirBackend final : public Backend {
       fail_field(uri_, key, "a value of at most " + std::to_string(max_bytes) + " bytes",
                  std::to_string(size) + " bytes");
     }
-    std::string out(size_t(size), '\0');
-    size_t got = 0;
-    while (got < out.size()) {
-      const ssize_t r = ::read(fd, out.data() + got, out.size() - got);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) {
-        ::close(fd);
-        fail(uri_ + ": " + key, "read error or file shrank while reading");
-      }
-      got += size_t(r);
-    }
-    ::close(fd);
-    return out;
+    return read_all_and_close(fd, size, uri_ + ": " + key);
   }
 
   bool create(const std::string& key, std::string_view value) override {

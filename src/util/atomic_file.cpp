@@ -328,19 +328,7 @@ std::string read_file(const std::string& path, size_t max_bytes) {
     fail_field(path, "size", "at most " + std::to_string(max_bytes) + " bytes",
                std::to_string(size) + " bytes");
   }
-  std::string out(size_t(size), '\0');
-  size_t got = 0;
-  while (got < out.size()) {
-    const ssize_t r = ::read(fd, out.data() + got, out.size() - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      ::close(fd);
-      fail(path, "read error or file shrank while reading");
-    }
-    got += size_t(r);
-  }
-  ::close(fd);
-  return out;
+  return read_all_and_close(fd, size, path);
 }
 
 bool path_exists(const std::string& path) {

@@ -43,4 +43,20 @@ int open_regular_file(const std::string& path, uint64_t* size, bool follow_symli
   return fd;
 }
 
+std::string read_all_and_close(int fd, uint64_t size, const std::string& where) {
+  std::string out(size_t(size), '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t r = ::read(fd, out.data() + got, out.size() - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      ::close(fd);
+      fail(where, "read error or file shrank while reading");
+    }
+    got += size_t(r);
+  }
+  ::close(fd);
+  return out;
+}
+
 }  // namespace ember

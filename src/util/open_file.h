@@ -13,6 +13,10 @@ namespace ember {
 // follow_symlinks false, a symbolic link at `path` itself is refused too.
 int open_regular_file(const std::string& path, uint64_t* size, bool follow_symlinks = true);
 
+// Reads exactly `size` bytes from fd (as open_regular_file reported them), then closes it;
+// Error naming `where` if the file shrinks or a read fails (fd closed either way).
+std::string read_all_and_close(int fd, uint64_t size, const std::string& where);
+
 // "a directory", "a FIFO", ... for an st_mode; for error messages.
 const char* describe_file_type(unsigned mode);
 
