@@ -143,17 +143,23 @@ class Conn {
     timeval tv{o.timeout_ms / 1000, (o.timeout_ms % 1000) * 1000};
     c_ = redisConnectWithTimeout(host.c_str(), port, tv);
     if (!c_) fail(where_, "cannot allocate a connection");
-    if (c_->err) fail_field(where_, "connection", "a reachable Redis server", c_->errstr);
-    if (redisSetTimeout(c_, tv) != REDIS_OK) fail(where_, "cannot set the socket timeout");
-    if (!o.password.empty()) {
-      const Reply r = user.empty() ? command({"AUTH", o.password}, kMaxLine)
-                                   : command({"AUTH", user, o.password}, kMaxLine);
-      if (r.type == Reply::kError)
-        fail_field(where_, "AUTH", "the password to be accepted", r.str);
-    }
-    if (db != 0) {
-      const Reply r = command({"SELECT", std::to_string(db)}, kMaxLine);
-      if (r.type == Reply::kError) fail_field(where_, "SELECT", "database " + std::to_string(db), r.str);
+    // A constructor that throws runs no destructor: the context is freed here on every error.
+    try {
+      if (c_->err) fail_field(where_, "connection", "a reachable Redis server", c_->errstr);
+      if (redisSetTimeout(c_, tv) != REDIS_OK) fail(where_, "cannot set the socket timeout");
+      if (!o.password.empty()) {
+        const Reply r = user.empty() ? command({"AUTH", o.password}, kMaxLine)
+                                     : command({"AUTH", user, o.password}, kMaxLine);
+        if (r.type == Reply::kError) fail_field(where_, "AUTH", "the password to be accepted", r.str);
+      }
+      if (db != 0) {
+        const Reply r = command({"SELECT", std::to_string(db)}, kMaxLine);
+        if (r.type == Reply::kError) fail_field(where_, "SELECT", "database " + std::to_string(db), r.str);
+      }
+    } catch (...) {
+      redisFree(c_);
+      c_ = nullptr;
+      throw;
     }
   }
   ~Conn() {
