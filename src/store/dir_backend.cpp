@@ -52,7 +52,15 @@ class DirBackend final : public Backend {
       fail(uri_ + ": " + key, std::string("cannot stat: ") + std::strerror(errno));
     }
     uint64_t size = 0;
-    const int fd = open_regular_file(p, &size, /*follow_symlinks=*/false);
+    int fd = -1;
+    try {
+      fd = open_regular_file(p, &size, /*follow_symlinks=*/false);
+    } catch (const Error&) {
+      // A concurrent rm or gc may remove the key between the lstat and the open: a key that is
+      // gone now is missing, as it would be for Redis; anything else is the error it was.
+      if (::lstat(p.c_str(), &st) != 0 && (errno == ENOENT || errno == ENOTDIR)) return std::nullopt;
+      throw;
+    }
     if (size > max_bytes) {
       ::close(fd);
       fail_field(uri_, key, "a value of at most " + std::to_string(max_bytes) + " bytes",
