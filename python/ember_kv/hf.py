@@ -11,26 +11,28 @@ import numpy as np
 from .kvc1 import DTYPE_CODES, Kvc1, manifest_seal, write_kvc1
 
 
-def ember_to_hf_keys(k, rope_layout):
-    """Keys [..., head_dim] from ember's order to Hugging Face's rotate-half order."""
+def key_permutation(head_dim, rope_layout, to_hf=True):
+    """Indices along head_dim taking ember's key order to Hugging Face's rotate-half order
+    (to_hf) or back; None for neox (the two orders agree). One definition for numpy arrays and
+    torch tensors: both gather with k[..., perm]."""
     if rope_layout == "neox":
-        return k
+        return None
     if rope_layout != "normal":
         raise ValueError(f"rope layout: expected normal|neox, found {rope_layout!r}")
-    return np.concatenate([k[..., 0::2], k[..., 1::2]], axis=-1)
+    forward = np.concatenate([np.arange(0, head_dim, 2), np.arange(1, head_dim, 2)])
+    return forward if to_hf else np.argsort(forward)
+
+
+def ember_to_hf_keys(k, rope_layout):
+    """Keys [..., head_dim] from ember's order to Hugging Face's rotate-half order."""
+    perm = key_permutation(k.shape[-1], rope_layout, to_hf=True)
+    return k if perm is None else k[..., perm]
 
 
 def hf_to_ember_keys(k, rope_layout):
     """Inverse of ember_to_hf_keys."""
-    if rope_layout == "neox":
-        return k
-    if rope_layout != "normal":
-        raise ValueError(f"rope layout: expected normal|neox, found {rope_layout!r}")
-    half = k.shape[-1] // 2
-    out = np.empty_like(k)
-    out[..., 0::2] = k[..., :half]
-    out[..., 1::2] = k[..., half:]
-    return out
+    perm = key_permutation(k.shape[-1], rope_layout, to_hf=False)
+    return k if perm is None else k[..., perm]
 
 
 def _to_float(a, dtype_name, out_dtype):

@@ -18,6 +18,7 @@ no bit of any element changes.
 import numpy as np
 import torch
 
+from .hf import key_permutation
 from .kvc1 import DTYPE_CODES, Kvc1, manifest_seal, read_kvc1, write_kvc1
 
 _TORCH = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
@@ -25,22 +26,16 @@ _NUMPY = {"f16": np.float16, "bf16": np.uint16, "f32": np.float32}
 
 
 def ember_to_hf_keys(k, rope_layout):
-    """Keys [..., head_dim] (torch) from ember's order to Hugging Face's rotate-half order."""
-    if rope_layout == "neox":
-        return k
-    if rope_layout != "normal":
-        raise ValueError(f"rope layout: expected normal|neox, found {rope_layout!r}")
-    return torch.cat([k[..., 0::2], k[..., 1::2]], dim=-1)
+    """Keys [..., head_dim] (torch) from ember's order to Hugging Face's rotate-half order
+    (the permutation of hf.key_permutation, gathered in torch)."""
+    perm = key_permutation(k.shape[-1], rope_layout, to_hf=True)
+    return k if perm is None else k[..., torch.as_tensor(perm)]
 
 
 def hf_to_ember_keys(k, rope_layout):
     """Inverse of ember_to_hf_keys."""
-    if rope_layout == "neox":
-        return k
-    if rope_layout != "normal":
-        raise ValueError(f"rope layout: expected normal|neox, found {rope_layout!r}")
-    half = k.shape[-1] // 2
-    return torch.stack([k[..., :half], k[..., half:]], dim=-1).flatten(-2)
+    perm = key_permutation(k.shape[-1], rope_layout, to_hf=False)
+    return k if perm is None else k[..., torch.as_tensor(perm)]
 
 
 def _tensor(a, dtype_name):
