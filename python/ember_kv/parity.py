@@ -38,6 +38,36 @@ def sha256_file(path):
     return h.hexdigest()
 
 
+def parity_receipt(st, arch, model_path, kvc_path, resume_token, resumed, native_logits, tolerance, key_layout,
+                   implementation):
+    """The ember.parity-receipt.v1 of one resume: `resumed` (the logits after the resume token
+    in the rebuilt cache) against `native_logits` (uninterrupted inference), pass when the next
+    token agrees and max |diff| <= tolerance. st is the KVC1 state the cache came from. Shared by
+    this numpy gate and ember_kv.torch_gate."""
+    resumed = np.asarray(resumed, dtype=np.float64).reshape(-1)
+    native = np.asarray(native_logits, dtype=np.float64).reshape(-1)
+    if native.shape != resumed.shape:
+        raise ValueError(f"native logits: expected {resumed.shape[0]} values, found {native.shape[0]}")
+    diff = float(np.abs(resumed - native).max())
+    native_next, resumed_next = int(native.argmax()), int(resumed.argmax())
+    ok = native_next == resumed_next and diff <= tolerance
+    return {
+        "format": "ember.parity-receipt.v1",
+        "model": {"identity": st["model"]["identity"], "arch": arch, "path": model_path},
+        "tokenizer_identity": st["tokenizer"]["identity"],
+        "kvc1_sha256": sha256_file(kvc_path),
+        "prefix": {"n_tokens": len(st["prefix"]["tokens"]), "sha256": st["prefix"]["sha256"]},
+        "resume_token": resume_token,
+        "key_layout": key_layout,
+        "tolerance": tolerance,
+        "max_abs_logit_diff": diff,
+        "native_next_token": native_next,
+        "resumed_next_token": resumed_next,
+        "implementation": implementation,
+        "result": "pass" if ok else "fail",
+    }
+
+
 def run_gate(kvc_path, model_path, native_logits, tolerance=DEFAULT_TOLERANCE, assume_layout=None):
     """Returns (receipt dict, resumed logits). Raises ValueError/KVC1Error on bad input."""
     kvc = read_kvc1(kvc_path)
@@ -57,27 +87,9 @@ def run_gate(kvc_path, model_path, native_logits, tolerance=DEFAULT_TOLERANCE, a
     cache = hf.to_hf_layers(kvc, dtype=np.float64, assume_layout=assume_layout)
     logits, _ = ref.forward([resume], cache)
     resumed = logits[-1]
-    native = np.asarray(native_logits, dtype=np.float64).reshape(-1)
-    if native.shape != resumed.shape:
-        raise ValueError(f"native logits: expected {resumed.shape[0]} values, found {native.shape[0]}")
-    diff = float(np.abs(resumed - native).max())
-    native_next, resumed_next = int(native.argmax()), int(resumed.argmax())
-    ok = native_next == resumed_next and diff <= tolerance
-    receipt = {
-        "format": "ember.parity-receipt.v1",
-        "model": {"identity": st["model"]["identity"], "arch": ref.arch, "path": model_path},
-        "tokenizer_identity": st["tokenizer"]["identity"],
-        "kvc1_sha256": sha256_file(kvc_path),
-        "prefix": {"n_tokens": len(st["prefix"]["tokens"]), "sha256": st["prefix"]["sha256"]},
-        "resume_token": resume,
-        "key_layout": f"{assume_layout or st['rope']['layout']} -> hf-rotate-half",
-        "tolerance": tolerance,
-        "max_abs_logit_diff": diff,
-        "native_next_token": native_next,
-        "resumed_next_token": resumed_next,
-        "implementation": "python/ember_kv/ref_forward.py (numpy f64, Hugging Face semantics)",
-        "result": "pass" if ok else "fail",
-    }
+    receipt = parity_receipt(st, ref.arch, model_path, kvc_path, resume, resumed, native_logits, tolerance,
+                             f"{assume_layout or st['rope']['layout']} -> hf-rotate-half",
+                             "python/ember_kv/ref_forward.py (numpy f64, Hugging Face semantics)")
     return receipt, resumed
 
 

@@ -34,7 +34,7 @@ import torch
 
 from . import torch_cache
 from .kvc1 import KVC1Error, read_kvc1
-from .parity import sha256_file
+from .parity import parity_receipt
 from .safetensors import SafetensorsError
 from .torch_ref import TorchRef
 
@@ -115,29 +115,12 @@ def resume(model, kvc_path, native_logits, tolerance=SAME_ENGINE_TOLERANCE, assu
     past = torch_cache.to_legacy_cache(kvc, assume_layout=assume_layout)
     logits, _ = ref.forward([token], past, position_offset=position + position_shift)
     resumed = logits[-1].numpy().astype(np.float64)
-    native = np.asarray(native_logits, dtype=np.float64).reshape(-1)
-    if native.shape != resumed.shape:
-        raise ValueError(f"native logits: expected {resumed.shape[0]} values, found {native.shape[0]}")
-    diff = float(np.abs(resumed - native).max())
-    native_next, resumed_next = int(native.argmax()), int(resumed.argmax())
-    ok = native_next == resumed_next and diff <= tolerance
-    receipt = {
-        "format": "ember.parity-receipt.v1",
-        "model": {"identity": st["model"]["identity"], "arch": ref.arch, "path": model},
-        "tokenizer_identity": st["tokenizer"]["identity"],
-        "kvc1_sha256": sha256_file(kvc_path),
-        "prefix": {"n_tokens": len(st["prefix"]["tokens"]), "sha256": st["prefix"]["sha256"]},
-        "resume_token": token,
-        "key_layout": f"{assume_layout or st['rope']['layout']} -> hf-rotate-half"
-                      + (f"; position shifted by {position_shift}" if position_shift else ""),
-        "tolerance": tolerance,
-        "max_abs_logit_diff": diff,
-        "native_next_token": native_next,
-        "resumed_next_token": resumed_next,
-        "implementation": f"python/ember_kv/torch_ref.py (PyTorch {torch.__version__}, f32, Hugging Face semantics), "
-                          f"cache {dtype} via ember_kv.torch_cache",
-        "result": "pass" if ok else "fail",
-    }
+    receipt = parity_receipt(
+        st, ref.arch, model, kvc_path, token, resumed, native_logits, tolerance,
+        f"{assume_layout or st['rope']['layout']} -> hf-rotate-half"
+        + (f"; position shifted by {position_shift}" if position_shift else ""),
+        f"python/ember_kv/torch_ref.py (PyTorch {torch.__version__}, f32, Hugging Face semantics), "
+        f"cache {dtype} via ember_kv.torch_cache")
     return receipt, resumed
 
 
