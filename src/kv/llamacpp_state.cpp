@@ -240,40 +240,28 @@ LlamaCppState parse_llamacpp_state(std::span<const uint8_t> bytes, const LlamaCp
         std::copy_n(row16.data() + size_t(h) * t.head_dim, t.head_dim,
                     part.data() + s.cache.index(l, h, int(cell)));
     };
-    for (int l = 0; l < t.layers; ++l) {
-      const uint64_t row = check_type(r, l, "k", s.type_k, &s.type_k, n_embd);
-      s.rot_k =
-          t.attn_rot && quantized(s.type_k) ? llamacpp_rotation(t.head_dim, /*keys=*/true) : 0;
-      const std::string rf = layer_field(l, "k_size_row");
+    // One layer of cell rows (K, or V when not transposed): type, row size, then `cells` rows.
+    const auto read_rows = [&](int l, const char* part, int32_t* type, int* rot, bool keys,
+                               std::vector<uint16_t>& dst) {
+      const uint64_t row = check_type(r, l, part, *type, type, n_embd);
+      *rot = t.attn_rot && quantized(*type) ? llamacpp_rotation(t.head_dim, keys) : 0;
+      const std::string rf = layer_field(l, (std::string(part) + "_size_row").c_str());
       const uint64_t got = r.read_le<uint64_t>(rf);
       if (got != row)
         fail_field(where, rf,
-                   std::to_string(row) + " (ggml_row_size(" + ggml_kv_type_name(s.type_k) + ", " +
+                   std::to_string(row) + " (ggml_row_size(" + ggml_kv_type_name(*type) + ", " +
                        std::to_string(n_embd) + "))",
                    std::to_string(got));
-      const uint8_t* data = r.take(size_t(row * cells), layer_field(l, "k_data"));
+      const uint8_t* data = r.take(size_t(row * cells), layer_field(l, (std::string(part) + "_data").c_str()));
       for (uint32_t c = 0; c < cells; ++c) {
-        decode_row(s.type_k, data + c * row, int64_t(n_embd), s.rot_k, tmp.data(), row16.data());
-        scatter(s.cache.k, l, c);
+        decode_row(*type, data + c * row, int64_t(n_embd), *rot, tmp.data(), row16.data());
+        scatter(dst, l, c);
       }
-    }
+    };
+    for (int l = 0; l < t.layers; ++l) read_rows(l, "k", &s.type_k, &s.rot_k, /*keys=*/true, s.cache.k);
     for (int l = 0; l < t.layers; ++l) {
       if (!s.v_trans) {
-        const uint64_t row = check_type(r, l, "v", s.type_v, &s.type_v, n_embd);
-        s.rot_v =
-            t.attn_rot && quantized(s.type_v) ? llamacpp_rotation(t.head_dim, /*keys=*/false) : 0;
-        const std::string rf = layer_field(l, "v_size_row");
-        const uint64_t got = r.read_le<uint64_t>(rf);
-        if (got != row)
-          fail_field(where, rf,
-                     std::to_string(row) + " (ggml_row_size(" + ggml_kv_type_name(s.type_v) + ", " +
-                         std::to_string(n_embd) + "))",
-                     std::to_string(got));
-        const uint8_t* data = r.take(size_t(row * cells), layer_field(l, "v_data"));
-        for (uint32_t c = 0; c < cells; ++c) {
-          decode_row(s.type_v, data + c * row, int64_t(n_embd), s.rot_v, tmp.data(), row16.data());
-          scatter(s.cache.v, l, c);
-        }
+        read_rows(l, "v", &s.type_v, &s.rot_v, /*keys=*/false, s.cache.v);
         continue;
       }
       const std::string tf = layer_field(l, "v_type");
