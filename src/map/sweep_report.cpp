@@ -1,166 +1,203 @@
-// The sweep's HTML report: one self-contained page (inline SVG, no scripts, no network).
+// The sweep's HTML report: one self-contained page (inline SVG, no scripts, no network), drawn
+// with util/html_report.h like every ember report. Fidelity and cost against the anchor a,
+// then the trade-off itself: fidelity against the TTFT ratio, one labelled point per boundary.
+#include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "map/sweep.h"
+#include "util/html_report.h"
 
 namespace ember::map {
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
+using html::escape;
+
+std::string name_of(const SweepRow& r) {
+  if (r.config == "identity-reuse") return "identity";
+  if (r.config == "full-prefill") return "full prefill";
+  return std::string(r.exact_hybrid ? "hybrid " : r.pure_mapping ? "mapped " : "") + "a=" + std::to_string(r.a);
 }
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
+double agreement(const SweepRow& r) { return r.comparisons ? double(r.agree) / double(r.comparisons) : 0.0; }
 
-struct Series {
-  std::string name, color;
-  std::vector<std::pair<double, double>> pts;  // (a, y)
-  bool dashed = false;
+// The TTFT ratio to plot for a row: the one that counts the source's prefill when the result
+// has it (a row key naming "incl_source" and "ratio"), else the handoff-only ratio.
+struct TtftColumn {
+  std::string key, label;
 };
+TtftColumn ttft_column(const nlohmann::json& rows) {
+  for (const auto& r : rows)
+    for (const auto& [k, v] : r.items())
+      if (k.find("incl_source") != std::string::npos && k.find("ratio") != std::string::npos && v.is_number())
+        return {k, "TTFT incl. source prefill / full target prefill"};
+  return {"ttft_ratio_vs_full_prefill", "TTFT / full target prefill (source prefill not counted)"};
+}
 
-// A line chart over x = anchor a in [x0, x1]; y linear in [y0, y1] or log10.
-std::string chart(const std::string& title, const std::string& ylabel, const std::vector<Series>& series,
-                  double x0, double x1, double y0, double y1, bool log_y) {
-  const double W = 520, H = 300, ml = 70, mr = 20, mt = 30, mb = 45;
-  auto X = [&](double x) { return ml + (x1 > x0 ? (x - x0) / (x1 - x0) : 0.5) * (W - ml - mr); };
-  auto Y = [&](double y) {
-    double v = log_y ? std::log10(y) : y;
-    double lo = log_y ? std::log10(y0) : y0, hi = log_y ? std::log10(y1) : y1;
-    if (v < lo) v = lo;
-    if (v > hi) v = hi;
-    return H - mb - (v - lo) / (hi - lo) * (H - mt - mb);
-  };
-  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", W) + "\" height=\"" +
-                  fmt("%.0f", H) + "\" role=\"img\"><title>" + esc(title) + "</title>";
-  s += "<text x=\"" + fmt("%.0f", W / 2) + "\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">" + esc(title) + "</text>";
-  s += "<line x1=\"" + fmt("%.1f", ml) + "\" y1=\"" + fmt("%.1f", H - mb) + "\" x2=\"" + fmt("%.1f", W - mr) +
-       "\" y2=\"" + fmt("%.1f", H - mb) + "\" stroke=\"black\"/>";
-  s += "<line x1=\"" + fmt("%.1f", ml) + "\" y1=\"" + fmt("%.1f", mt) + "\" x2=\"" + fmt("%.1f", ml) + "\" y2=\"" +
-       fmt("%.1f", H - mb) + "\" stroke=\"black\"/>";
-  for (int a = int(x0); a <= int(x1); ++a)
-    s += "<text x=\"" + fmt("%.1f", X(a)) + "\" y=\"" + fmt("%.1f", H - mb + 16) +
-         "\" text-anchor=\"middle\" font-size=\"11\">" + std::to_string(a) + "</text>";
-  s += "<text x=\"" + fmt("%.0f", (ml + W - mr) / 2) + "\" y=\"" + fmt("%.0f", H - 8) +
-       "\" text-anchor=\"middle\" font-size=\"12\">recompute anchor a (a = L: pure mapping)</text>";
-  const int ticks = 4;
-  for (int i = 0; i <= ticks; ++i) {
-    const double v = log_y ? std::pow(10.0, std::log10(y0) + (std::log10(y1) - std::log10(y0)) * i / ticks)
-                           : y0 + (y1 - y0) * i / ticks;
-    s += "<text x=\"" + fmt("%.1f", ml - 6) + "\" y=\"" + fmt("%.1f", Y(v) + 4) +
-         "\" text-anchor=\"end\" font-size=\"10\">" + (log_y ? fmt("%.0e", v) : fmt("%.2f", v)) + "</text>";
-  }
-  s += "<text x=\"14\" y=\"" + fmt("%.0f", (mt + H - mb) / 2) + "\" font-size=\"12\" transform=\"rotate(-90 14 " +
-       fmt("%.0f", (mt + H - mb) / 2) + ")\" text-anchor=\"middle\">" + esc(ylabel) + "</text>";
-  int li = 0;
-  for (const Series& se : series) {
-    std::string pts;
-    for (const auto& [x, y] : se.pts) pts += fmt("%.1f", X(x)) + "," + fmt("%.1f", Y(y)) + " ";
-    s += "<polyline fill=\"none\" stroke=\"" + se.color + "\" stroke-width=\"2\"" +
-         (se.dashed ? " stroke-dasharray=\"6 4\"" : "") + " points=\"" + pts + "\"/>";
-    for (const auto& [x, y] : se.pts)
-      s += "<circle cx=\"" + fmt("%.1f", X(x)) + "\" cy=\"" + fmt("%.1f", Y(y)) + "\" r=\"3\" fill=\"" + se.color + "\"/>";
-    s += "<text x=\"" + fmt("%.0f", ml + 10) + "\" y=\"" + fmt("%.0f", mt + 12 + 14 * li) + "\" font-size=\"11\" fill=\"" +
-         se.color + "\">" + esc(se.name) + "</text>";
-    ++li;
-  }
-  return s + "</svg>";
+// The floor a log axis draws 0 at: a decade below the smallest positive value, at most 1e-9.
+double log_floor(const std::vector<double>& v) {
+  double m = 1e-8;
+  for (double x : v)
+    if (x > 0 && std::isfinite(x)) m = std::min(m, x);
+  return std::max(1e-15, std::pow(10.0, std::floor(std::log10(m)) - 1));
+}
+
+html::Axis axis(const std::string& name, bool log, std::optional<double> lo, std::optional<double> hi, bool integer) {
+  html::Axis a;
+  a.label = name;
+  a.log = log;
+  a.lo = lo;
+  a.hi = hi;
+  a.integer = integer;
+  return a;
+}
+
+std::string chart(const std::string& caption, const std::string& cls, const html::Axis& x, const html::Axis& y,
+                  std::vector<html::Series> series, int height) {
+  html::Chart c;
+  c.caption = caption;
+  c.svg_class = cls;
+  c.x = x;
+  c.y = y;
+  c.series = std::move(series);
+  c.height = height;
+  return html::chart(c);
 }
 
 }  // namespace
 
 std::string SweepResult::html() const {
+  const nlohmann::json j = to_json();
+  const TtftColumn tc = ttft_column(j["rows"]);
+  std::vector<double> ttft;  // per row, from the chosen column
+  for (const auto& r : j["rows"]) ttft.push_back(r.contains(tc.key) && r[tc.key].is_number() ? r[tc.key].get<double>() : NAN);
+
   int s = provenance.value("shared_layers", 0), L = 0;
   const SweepRow* identity = nullptr;
   const SweepRow* full = nullptr;
-  std::vector<const SweepRow*> anchors;
-  for (const SweepRow& r : rows) {
+  std::vector<size_t> anchors;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SweepRow& r = rows[i];
     if (r.config == "anchor") {
-      anchors.push_back(&r);
+      anchors.push_back(i);
       L = std::max(L, r.a);
     }
     if (r.config == "identity-reuse") identity = &r;
     if (r.config == "full-prefill") full = &r;
   }
-  const double floor = 1e-9;  // bit-exact rows are drawn at this floor
-  Series err{"mean relative logit error (0 drawn at 1e-9)", "#c0392b", {}, false};
-  Series agree{"next-token agreement", "#2c7fb8", {}, false};
-  Series greedy{"greedy prefix agreement (16 steps)", "#41ab5d", {}, false};
-  Series ttft{"TTFT / full target prefill (measured)", "#8e44ad", {}, false};
-  Series work{"1 - prefill work saved (weight MACs)", "#7f8c8d", {}, true};
-  double emax = floor * 10;
-  for (const SweepRow* r : anchors) {
-    err.pts.push_back({double(r->a), std::max(r->mean_rel_err, floor)});
-    emax = std::max(emax, r->mean_rel_err);
-    agree.pts.push_back({double(r->a), r->comparisons ? double(r->agree) / r->comparisons : 0});
-    greedy.pts.push_back({double(r->a), r->greedy_prefix_agreement});
-    ttft.pts.push_back({double(r->a), r->ttft_ratio});
-    work.pts.push_back({double(r->a), 1.0 - r->prefill_work_saved});
-  }
-  std::vector<Series> err_series = {err};
-  if (identity) {
-    emax = std::max(emax, identity->mean_rel_err);
-    err_series.push_back({"identity reuse", "#e67e22", {{double(s), std::max(identity->mean_rel_err, floor)},
-                                                          {double(L), std::max(identity->mean_rel_err, floor)}}, true});
-  }
-  double tmax = 1.0;
-  for (const auto& p : ttft.pts) tmax = std::max(tmax, p.second);
-  const double ehi = std::pow(10.0, std::ceil(std::log10(emax)));
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ember boundary sweep</title>"
-                  "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}"
-                  "td,th{border:1px solid #bbb;padding:3px 8px;text-align:right}th{background:#eee}"
-                  ".note{background:#fff4d6;padding:8px;border-left:4px solid #e6a100}</style></head><body>\n";
-  h += "<h1>Recompute-anchor boundary sweep</h1>\n";
-  h += "<p class=\"note\"><b>" + esc(label) + "</b>: " +
-       esc(label == "quantization-boundary"
-               ? "source and target are the same model at two weight precisions; this is a quantization-boundary "
-                 "study, not a cross-model result."
-               : "source and target are different models that share a tokenizer.") + "</p>\n";
-  h += "<p>source: <code>" + esc(provenance["source"].value("path", "")) + "</code> (" +
-       esc(provenance["source"].value("identity", "").substr(0, 16)) + "&hellip;), target: <code>" +
-       esc(provenance["target"].value("path", "")) + "</code> (" +
-       esc(provenance["target"].value("identity", "").substr(0, 16)) + "&hellip;), shared layers s = " +
-       std::to_string(s) + ", L = " + std::to_string(L) + ", evaluation prompts: " +
-       std::to_string(provenance.value("eval_prompts", 0)) + ", mapper " +
-       esc(provenance["mapper"].value("hash", "").substr(0, 16)) + "&hellip;</p>\n";
-  h += chart("Fidelity: relative logit error vs anchor", "mean rel. logit error", err_series, s, L, floor, ehi, true);
-  h += chart("Fidelity: agreement vs anchor", "fraction", {agree, greedy}, s, L, 0.0, 1.0, false);
-  h += chart("Cost: time to first token vs anchor", "ratio to full prefill", {ttft, work}, s, L, 0.0, tmax, false);
-  h += "\n<h2>Table</h2>\n<table><tr><th>config</th><th>a</th><th>agreement</th><th>bit-identical</th>"
-       "<th>mean rel logit err</th><th>max rel logit err</th><th>mean KL (nats)</th><th>max KL</th>"
-       "<th>greedy prefix agreement</th>"
-       "<th>greedy exact</th><th>TTFT / full</th><th>work saved</th></tr>\n";
+  std::vector<double> errs;
   for (const SweepRow& r : rows) {
-    std::string name = r.pure_mapping ? "pure mapping" : r.exact_hybrid ? "exact hybrid" : r.config;
-    h += "<tr><td>" + esc(name) + "</td><td>" + (r.config == "full-prefill" ? std::string("-") : std::to_string(r.a)) +
-         "</td><td>" + std::to_string(r.agree) + "/" + std::to_string(r.comparisons) + "</td><td>" +
-         std::to_string(r.bit_identical) + "</td><td>" + fmt("%.3e", r.mean_rel_err) + "</td><td>" +
-         fmt("%.3e", r.max_rel_err) + "</td><td>" + fmt("%.3e", r.mean_kl) + "</td><td>" +
-         fmt("%.3e", r.max_kl) + "</td><td>" + fmt("%.3f", r.greedy_prefix_agreement) + "</td><td>" +
-         std::to_string(r.greedy_exact) + "</td><td>" + fmt("%.3f", r.ttft_ratio) + "</td><td>" +
-         fmt("%.1f%%", 100 * r.prefill_work_saved) + "</td></tr>\n";
+    errs.push_back(r.mean_rel_err);
+    errs.push_back(r.mean_kl);
   }
-  h += "</table>\n";
+  const double floor = log_floor(errs);
+  const std::string floor_note = "0 (bit-identical) drawn at " + html::decade_label(int(std::lround(std::log10(floor))));
+  auto lg = [&](double v) { return std::max(v, floor); };
+  auto pt = [](double x, double y, std::string text, std::string title) {
+    html::ChartPoint p;
+    p.x = x;
+    p.y = y;
+    p.label = std::move(text);
+    p.title = std::move(title);
+    return p;
+  };
+  const html::Axis anchor_axis = axis("recompute anchor a (a = s: exact hybrid, a = L: pure mapping)", false,
+                                      double(s), double(std::max(L, s + 1)), true);
+
+  // 1-3: against the anchor.
+  html::Series err{"mean relative logit error", "#c53030", {}, true, false};
+  html::Series kl{"mean KL(target || handoff), nats", "#805ad5", {}, true, false};
+  html::Series agree{"next-token agreement", "#2b6cb0", {}, true, false};
+  html::Series greedy{"greedy prefix agreement (" + std::to_string(options.greedy_steps) + " steps)", "#2f855a", {}, true, false};
+  html::Series cost{tc.label, "#dd6b20", {}, true, false};
+  html::Series work{"1 - prefill work saved (weight MACs)", "#718096", {}, true, true};
+  for (size_t i : anchors) {
+    const SweepRow& r = rows[i];
+    const double a = r.a;
+    const std::string n = name_of(r) + ": ";
+    err.points.push_back(pt(a, lg(r.mean_rel_err), "", n + "mean relative logit error " + html::num(r.mean_rel_err)));
+    kl.points.push_back(pt(a, lg(r.mean_kl), "", n + "mean KL " + html::num(r.mean_kl) + " nats"));
+    agree.points.push_back(pt(a, agreement(r), "", n + std::to_string(r.agree) + "/" + std::to_string(r.comparisons) + " next tokens agree"));
+    greedy.points.push_back(pt(a, r.greedy_prefix_agreement, "", n + "greedy prefix agreement " + html::num(r.greedy_prefix_agreement)));
+    cost.points.push_back(pt(a, ttft[i], "", n + tc.label + " = " + html::num(ttft[i])));
+    work.points.push_back(pt(a, 1.0 - r.prefill_work_saved, "", n + "prefill work saved " + html::num(100 * r.prefill_work_saved, "%.1f") + " %"));
+  }
+  std::vector<html::Series> fid = {err, kl};
+  if (identity) {
+    fid.push_back({"identity reuse: relative error", "#c53030", {pt(s, lg(identity->mean_rel_err), "", "identity reuse: " + html::num(identity->mean_rel_err)), pt(L, lg(identity->mean_rel_err), "", "identity reuse: " + html::num(identity->mean_rel_err))}, true, true});
+    fid.push_back({"identity reuse: KL", "#805ad5", {pt(s, lg(identity->mean_kl), "", "identity reuse: " + html::num(identity->mean_kl) + " nats"), pt(L, lg(identity->mean_kl), "", "identity reuse: " + html::num(identity->mean_kl) + " nats")}, true, true});
+  }
+  std::string h = html::page_begin("Recompute-anchor boundary sweep");
+  h += "<p class=\"note\"><b>" + escape(label) + "</b>: " +
+       escape(label == "quantization-boundary"
+                  ? "source and target are the same model at two weight precisions; this is a quantization-boundary "
+                    "study, not a cross-model result."
+                  : "source and target are different models that share a tokenizer.") +
+       "</p>\n";
+  h += "<p>source: <code>" + escape(provenance["source"].value("path", "")) + "</code> (<code>" +
+       escape(provenance["source"].value("identity", "").substr(0, 16)) + "&hellip;</code>), target: <code>" +
+       escape(provenance["target"].value("path", "")) + "</code> (<code>" +
+       escape(provenance["target"].value("identity", "").substr(0, 16)) + "&hellip;</code>), shared layers s = " +
+       std::to_string(s) + ", L = " + std::to_string(L) + ", evaluation prompts: " +
+       std::to_string(provenance.value("eval_prompts", 0)) + ", mapper <code>" +
+       escape(provenance["mapper"].value("hash", "").substr(0, 16)) + "&hellip;</code></p>\n";
+
+  // 4-5: the trade-off, one labelled point per configuration.
+  html::Series t_agree{"next-token agreement", "#2b6cb0", {}, false, false};
+  html::Series t_greedy{"greedy prefix agreement", "#2f855a", {}, false, false};
+  html::Series t_err{"mean relative logit error", "#c53030", {}, false, false};
+  html::Series t_kl{"mean KL, nats", "#805ad5", {}, false, false};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SweepRow& r = rows[i];
+    const std::string n = name_of(r), x = " at TTFT ratio " + html::num(ttft[i], "%.3f");
+    t_agree.points.push_back(pt(ttft[i], agreement(r), n, n + ": " + std::to_string(r.agree) + "/" + std::to_string(r.comparisons) + " next tokens agree" + x));
+    t_greedy.points.push_back(pt(ttft[i], r.greedy_prefix_agreement, "", n + ": greedy prefix agreement " + html::num(r.greedy_prefix_agreement) + x));
+    t_kl.points.push_back(pt(ttft[i], lg(r.mean_kl), "", n + ": mean KL " + html::num(r.mean_kl) + " nats" + x));
+    t_err.points.push_back(pt(ttft[i], lg(r.mean_rel_err), n, n + ": mean relative logit error " + html::num(r.mean_rel_err) + x));
+  }
+  const html::Axis ttft_axis = axis(tc.label, false, 0.0, std::nullopt, false);
+  h += "<h2>Fidelity against time to first token</h2>\n<p class=\"muted\">One point per configuration, labelled by "
+       "its boundary; up and to the left is better. Hover a point for its values.</p>\n<div class=\"figures\">\n";
+  h += chart("Agreement with the target's own prefill", "chart tradeoff", ttft_axis,
+             axis("fraction agreeing", false, std::nullopt, 1.0, false), {t_agree, t_greedy}, 300);
+  h += chart("Distance from the target's own logits (" + floor_note + ")", "chart tradeoff", ttft_axis,
+             axis("distance", true, floor, std::nullopt, false), {t_err, t_kl}, 300);
+  h += "</div>\n<h2>Against the recompute anchor</h2>\n<div class=\"figures\">\n";
+  h += chart("Fidelity: logit distance (" + floor_note + ")", "chart", anchor_axis,
+             axis("distance", true, floor, std::nullopt, false), fid, 280);
+  h += chart("Fidelity: agreement", "chart", anchor_axis, axis("fraction agreeing", false, std::nullopt, 1.0, false),
+             {agree, greedy}, 280);
+  h += chart("Cost: time to first token", "chart", anchor_axis,
+             axis("ratio to full target prefill", false, 0.0, std::nullopt, false), {cost, work}, 280);
+  h += "</div>\n<h2>Table</h2>\n";
+  html::Table t{{"config", "a", "agreement", "bit-identical", "mean rel. logit error", "max rel. logit error",
+                 "mean KL (nats)", "max KL", "greedy prefix agreement", "greedy exact", "TTFT / full", "work saved"},
+                {},
+                {false, true, true, true, true, true, true, true, true, true, true, true},
+                ""};
+  if (tc.key != "ttft_ratio_vs_full_prefill") t.header.insert(t.header.begin() + 11, "TTFT incl. source / full");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const SweepRow& r = rows[i];
+    std::string n = r.pure_mapping ? "pure mapping" : r.exact_hybrid ? "exact hybrid" : r.config;
+    std::vector<std::string> row = {
+        escape(n), r.config == "full-prefill" ? std::string("-") : std::to_string(r.a),
+        std::to_string(r.agree) + "/" + std::to_string(r.comparisons), std::to_string(r.bit_identical),
+        html::num(r.mean_rel_err, "%.3e"), html::num(r.max_rel_err, "%.3e"), html::num(r.mean_kl, "%.3e"),
+        html::num(r.max_kl, "%.3e"), html::num(r.greedy_prefix_agreement, "%.3f"), std::to_string(r.greedy_exact),
+        html::num(r.ttft_ratio, "%.3f"), html::num(100 * r.prefill_work_saved, "%.1f") + " %"};
+    if (tc.key != "ttft_ratio_vs_full_prefill") row.insert(row.begin() + 11, html::num(ttft[i], "%.3f"));
+    t.rows.push_back(std::move(row));
+  }
+  if (tc.key != "ttft_ratio_vs_full_prefill") t.numeric.push_back(true);
+  h += html::table(t);
   if (full)
-    h += "<p>Full target prefill: " + fmt("%.3f", full->ttft_seconds * 1e3) +
-         " ms summed over the evaluation prompts (the TTFT reference). The source's own prefill is not "
-         "counted: the handoff starts from a cache the source already holds.</p>\n";
-  h += "</body></html>\n";
-  return h;
+    h += "<p>Full target prefill: " + html::num(full->ttft_seconds * 1e3, "%.3f") +
+         " ms summed over the evaluation prompts (the TTFT reference). " +
+         (tc.key == "ttft_ratio_vs_full_prefill"
+              ? std::string("The source's own prefill is not counted: the handoff starts from a cache the source "
+                            "already holds.")
+              : std::string("The plotted TTFT counts the source's prefill (column " + escape(tc.key) + ").")) +
+         "</p>\n";
+  return h + html::page_end();
 }
 
 }  // namespace ember::map

@@ -1,11 +1,15 @@
 #!/usr/bin/python3
-"""Strict structural check of an ember compare HTML report (used by report_html_test).
+"""Strict structural check of an ember HTML report (compare, kv-quant study, sweep; used by
+report_html_test and the CLI tests).
 
-Prints one JSON object: heatmap cell counts per (part, metric), attention cells, and a list
-of problems (unbalanced tags, scripts, external resources). Exit 0 always; the C++ test
-asserts on the output.
+Prints one JSON object: heatmap cell counts per (part, metric), attention cells, legends,
+chart points, SVG sizes, and a list of problems (unbalanced tags, scripts, external
+resources, a heatmap without a colour legend, a cell or chart point without a hover
+<title>, an SVG without axis names, NaN or infinity in any attribute). Exit 0 always; the
+C++ tests assert on the output.
 """
 import json
+import re
 import sys
 from html.parser import HTMLParser
 
@@ -18,6 +22,9 @@ class Check(HTMLParser):
         self.stack, self.problems = [], []
         self.heatmap = None
         self.cells, self.attn_cells, self.svgs, self.doctype = {}, 0, 0, False
+        self.legends, self.points, self.sizes = 0, 0, []
+        self.svg = None       # the open <svg>: {"class", "legend", "axis_names"}
+        self.need_title = None  # a cell or point whose <title> must come next
 
     def handle_decl(self, decl):
         self.doctype = self.doctype or decl.lower() == "doctype html"
@@ -27,16 +34,36 @@ class Check(HTMLParser):
         if tag in ("script", "iframe", "object", "embed", "link"):
             self.problems.append("forbidden element <%s>" % tag)
         for k, v in attrs:
+            if v and re.search(r"\b(nan|inf|infinity)\b", v, re.I) and k not in ("aria-label",):
+                self.problems.append("non-finite value %s=%s on <%s>" % (k, v, tag))
             if k.startswith("on"):
                 self.problems.append("event handler attribute %s" % k)
             if k != "xmlns" and v and ("http:" in v or "https:" in v or v.startswith("//")):
                 self.problems.append("external reference %s=%s" % (k, v))
         return a
 
+    def _title_check(self, tag):
+        if self.need_title is not None and tag != "title":
+            self.problems.append("%s without a <title> first" % self.need_title)
+        self.need_title = None
+
     def handle_starttag(self, tag, attrs):
         a = self._attrs(tag, attrs)
+        self._title_check(tag)
         if tag == "svg":
             self.svgs += 1
+            self.svg = {"class": a.get("class", ""), "legend": False, "axis_names": 0}
+            self.sizes.append([a.get("class", ""), float(a.get("width", "0")), float(a.get("height", "0"))])
+        if tag == "g" and a.get("class") == "legend" and self.svg is not None:
+            self.svg["legend"] = True
+            self.legends += 1
+        if tag == "text" and a.get("class") == "axis-name" and self.svg is not None:
+            self.svg["axis_names"] += 1
+        if tag in ("rect", "circle") and a.get("class") in ("cell", "attn-cell", "point"):
+            self.need_title = "<%s class=%s>" % (tag, a.get("class"))
+        if tag == "circle" and a.get("class") == "point":
+            self.points += 1
+        if tag == "svg":
             if a.get("class") == "heatmap":
                 self.heatmap = (a.get("data-part"), a.get("data-metric"))
                 self.cells.setdefault("%s.%s" % self.heatmap, [])
@@ -52,6 +79,9 @@ class Check(HTMLParser):
 
     def handle_startendtag(self, tag, attrs):
         self._attrs(tag, attrs)
+        self._title_check(tag)
+        if tag in ("rect", "circle") and dict(attrs).get("class") in ("cell", "attn-cell", "point"):
+            self.problems.append("<%s class=%s> without a <title>" % (tag, dict(attrs).get("class")))
 
     def handle_endtag(self, tag):
         if tag in VOID:
@@ -60,8 +90,16 @@ class Check(HTMLParser):
             self.problems.append("unbalanced </%s> (open: %s)" % (tag, self.stack[-3:]))
             return
         self.stack.pop()
+        if tag in ("rect", "circle"):
+            self._title_check(tag)
         if tag == "svg":
+            v = self.svg or {}
+            if "heatmap" in v.get("class", "") and not v.get("legend"):
+                self.problems.append("heatmap <svg class=%s> without a colour legend" % v.get("class"))
+            if v.get("axis_names", 0) < 2:
+                self.problems.append("<svg class=%s> with %d axis names (expected 2)" % (v.get("class"), v.get("axis_names", 0)))
             self.heatmap = None
+            self.svg = None
 
 
 def main():
@@ -76,7 +114,8 @@ def main():
     unique = {k: len(set(v)) for k, v in c.cells.items()}
     print(json.dumps({"cells": {k: len(v) for k, v in sorted(c.cells.items())},
                       "unique_cells": dict(sorted(unique.items())),
-                      "attn_cells": c.attn_cells, "svgs": c.svgs, "problems": c.problems},
+                      "attn_cells": c.attn_cells, "svgs": c.svgs, "legends": c.legends,
+                      "points": c.points, "sizes": c.sizes, "problems": c.problems},
                      sort_keys=True))
 
 

@@ -14,6 +14,15 @@
 namespace ember::map {
 namespace {
 
+nlohmann::json check_html(const std::string& html) {
+  const std::string path = test::temp_dir("sweep-html") + "/sweep.html";
+  write_file_atomic(path, html, false);
+  std::string out;
+  EXPECT_EQ(test::run_command("/usr/bin/python3 " + std::string(EMBER_SOURCE_DIR) +
+                                  "/tests/analysis/report_html_check.py " + path, &out), 0) << out;
+  return nlohmann::json::parse(out);
+}
+
 SweepOptions small(const std::string& target) {
   SweepOptions o;
   o.source_path = test::shared_path("models/stories260K.gguf");
@@ -43,11 +52,20 @@ TEST(Sweep, BaseToKjvAtReducedSize) {
   EXPECT_GT(j["rows"][4]["mean_rel_logit_error"].get<double>(), 0.0);
   const std::string html = r.html();
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
-  size_t svgs = 0;
-  for (size_t p = html.find("<svg"); p != std::string::npos; p = html.find("<svg", p + 1)) ++svgs;
-  EXPECT_EQ(svgs, 3u);
+  const nlohmann::json c = check_html(html);
+  EXPECT_TRUE(c["problems"].empty()) << c.dump();
+  // Two trade-off charts (fidelity against TTFT) and three against the anchor.
+  EXPECT_EQ(c["svgs"].get<int>(), 5);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
+  // The trade-off: one point per configuration (6 rows) in each of its four series, each
+  // labelled by its boundary.
+  size_t tradeoff = html.find("class=\"chart tradeoff\"");
+  ASSERT_NE(tradeoff, std::string::npos);
+  for (const char* label : {">identity</text>", ">hybrid a=2</text>", ">a=3</text>", ">mapped a=5</text>",
+                            ">full prefill</text>"})
+    EXPECT_NE(html.find(label, tradeoff), std::string::npos) << label;
+  EXPECT_NE(html.find("TTFT / full target prefill (source prefill not counted)"), std::string::npos);
   EXPECT_NE(r.table().find("exact-hybrid"), std::string::npos);
 }
 
