@@ -65,7 +65,7 @@ void run(MatrixArgs& a) {
   std::vector<kv::MatrixVariant> variants = kv::parse_variants(a.variants);
   for (kv::MatrixVariant& v : variants)
     for (int& t : v.threads)
-      if (t > 0) t = check_threads(t, "--variants");
+      if (t > 0) t = check_threads(t, "--variants thread count");
   if (a.n < 2) fail_field(kWhere, "-n", ">= 2 (one boundary row and at least one replay row)", std::to_string(a.n));
   if (a.control_layer < 0 || a.control_head < 0)
     fail_field(kWhere, "--control-layer/--control-head", ">= 0",

@@ -20,6 +20,12 @@ std::string slurp(const std::string& path) {
   return std::string(b.begin(), b.end());
 }
 
+size_t count_of(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t i = s.find(what); i != std::string::npos; i = s.find(what, i + 1)) ++n;
+  return n;
+}
+
 std::string prompts_file(const std::string& dir) {
   const std::string p = dir + "/prompts.jsonl";
   std::ofstream(p) << "{\"id\": \"english\", \"text\": \"Once upon a time, a little fox found a red ball.\"}\n"
@@ -84,6 +90,11 @@ TEST(MatrixCli, SmallMatrixPassesWithJsonAndHtml) {
   const std::string html = slurp(dir + "/m.html");
   EXPECT_NE(html.find("<h1>Exact-replay matrix</h1>"), std::string::npos);
   EXPECT_EQ(html.find("class=\"fail\""), std::string::npos);
+  EXPECT_EQ(count_of(html, "<td class=\"pass\" title="), 8u);  // the grid: one coloured cell per cell
+  std::string check;
+  ASSERT_EQ(run_command("/usr/bin/python3 " + std::string(EMBER_SOURCE_DIR) + "/tests/analysis/report_html_check.py " +
+                            q(dir + "/m.html"), &check), 0);
+  EXPECT_EQ(nlohmann::json::parse(check)["problems"], nlohmann::json::array()) << check;  // balanced, no scripts
   // Nothing is overwritten without --force: the reports and the non-empty --out.
   const CliRun again = run_ember("kv matrix --model " + stories + " --prompts " + prompts_file(dir) +
                                  " --variants t1 -n 4 --out " + dir + "/out2 --json " + dir + "/m.json");
