@@ -273,11 +273,10 @@ void run_cell(MatrixCell& cell, const MatrixModel& mm, Engines& engines, const M
 
 }  // namespace
 
-std::vector<std::string> MatrixVariant::missing_paths() const {
+std::vector<std::string> MatrixVariant::missing_paths(SimdLevel best) const {
   std::vector<std::string> out;
-  const SimdLevel cpu = detect_simd();
   for (const auto& s : simd)
-    if (s && int(*s) > int(cpu) && std::find(out.begin(), out.end(), simd_name(*s)) == out.end())
+    if (s && int(*s) > int(best) && std::find(out.begin(), out.end(), simd_name(*s)) == out.end())
       out.push_back(simd_name(*s));
   return out;
 }
@@ -348,13 +347,14 @@ MatrixReport run_matrix(const std::vector<std::string>& model_paths, const Matri
   const SimdLevel default_simd = active_simd();
   MatrixReport rep;
   rep.steps = o.steps;
-  rep.cpu_simd = simd_name(detect_simd());
+  const SimdLevel ceiling = o.simd_ceiling.value_or(detect_simd());
+  rep.cpu_simd = simd_name(ceiling);
   rep.default_simd = simd_name(default_simd);
   for (SimdLevel l : supported_simd_levels()) rep.supported_simd.push_back(simd_name(l));
   rep.variants = variants;
   for (const std::string& p : model_paths) rep.model_paths.push_back(printable(p));
   std::optional<Progress> progress;
-  int64_t done = 0;
+  int64_t done = 0, per_model = 0, failed_models = 0;
   for (size_t mi = 0; mi < model_paths.size(); ++mi) {
     const std::string& path = model_paths[mi];
     MatrixCell base;
@@ -372,10 +372,16 @@ MatrixReport run_matrix(const std::vector<std::string>& model_paths, const Matri
       c.status = "error";
       c.reason = printable(e.what());
       rep.cells.push_back(std::move(c));
+      ++failed_models;
+      if (progress) progress->update(done += per_model);  // the cells it would have had
       continue;
     }
-    if (!progress)
-      progress.emplace("kv matrix", int64_t(model_paths.size() * mm.prompts.size() * variants.size()), "cells");
+    if (!progress) {
+      // Every model is given the same prompt file, so the first one that loads sets the count.
+      per_model = int64_t(mm.prompts.size() * variants.size());
+      progress.emplace("kv matrix", int64_t(model_paths.size()) * per_model, "cells");
+      done = failed_models * per_model;
+    }
     Engines engines(mm.model, o.allow_past_context);
     set_simd_override(default_simd);
     base.architecture = model::arch_name(mm.model->config().arch);
@@ -395,7 +401,7 @@ MatrixReport run_matrix(const std::vector<std::string>& model_paths, const Matri
           c.simd[r] = simd_name(v.simd[r].value_or(default_simd));
         }
         const auto start = std::chrono::steady_clock::now();
-        const std::vector<std::string> missing = v.missing_paths();
+        const std::vector<std::string> missing = v.missing_paths(ceiling);
         if (!missing.empty()) {
           c.status = "skipped";
           std::string paths;

@@ -49,8 +49,8 @@ struct MatrixVariant {
   std::string spec;                                  // as written (trimmed)
   std::array<int, 3> threads{0, 0, 0};               // 0: the matrix's default
   std::array<std::optional<SimdLevel>, 3> simd{};    // nullopt: the default path
-  // The paths this variant forces that this CPU lacks, in role order, without repeats.
-  std::vector<std::string> missing_paths() const;
+  // The paths this variant forces above `best` (this CPU's), in role order, without repeats.
+  std::vector<std::string> missing_paths(SimdLevel best = detect_simd()) const;
 };
 
 // Error naming "--variants", the variant (1-based) and the item on anything else; at most 64
@@ -81,6 +81,8 @@ struct MatrixOptions {
   std::string out;           // directory of the cells (OUT/cells/NAME); must exist
   bool keep = false;         // keep each cell's snapshot, logits and control receipt
   std::string producer = "ember 0.1.0";
+  // The best path a variant may force; nullopt: detect_simd(). Tests lower it to see a skip.
+  std::optional<SimdLevel> simd_ceiling;
   // Tests only: called on the loaded snapshot before the replay (to corrupt a cell).
   std::function<void(Snapshot&)> before_replay;
 };

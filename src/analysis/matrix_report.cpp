@@ -156,7 +156,7 @@ std::string MatrixReport::json() const {
       t.push_back(v.threads[r] > 0 ? ordered_json(v.threads[r]) : ordered_json("default"));
       s.push_back(v.simd[r] ? ordered_json(simd_name(*v.simd[r])) : ordered_json("default"));
     }
-    vs.push_back({{"spec", v.spec}, {"threads", t}, {"simd", s}, {"missing_paths", v.missing_paths()}});
+    vs.push_back({{"spec", v.spec}, {"threads", t}, {"simd", s}, {"missing_paths", v.missing_paths(parse_simd(cpu_simd))}});
   }
   j["variants"] = vs;
   j["models"] = model_paths;

@@ -20,6 +20,12 @@ std::string slurp(const std::string& path) {
   return std::string(b.begin(), b.end());
 }
 
+CliRun run_command_env(const std::string& env, const std::string& args) {
+  CliRun r;
+  r.rc = run_command(env + " " + ember_binary() + " " + args, &r.out);
+  return r;
+}
+
 size_t count_of(const std::string& s, const std::string& what) {
   size_t n = 0;
   for (size_t i = s.find(what); i != std::string::npos; i = s.find(what, i + 1)) ++n;
@@ -118,12 +124,14 @@ TEST(MatrixCli, CorruptedModelFailsWithNonZeroExit) {
     std::ofstream(bad, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
   std::ofstream(dir + "/models.txt") << "# good, then truncated\n" << stories << "\n\ntruncated.gguf\n";
-  const CliRun r = run_ember("kv matrix --models " + dir + "/models.txt --prompts " + prompts_file(dir) +
+  const CliRun r = run_command_env("EMBER_PROGRESS=1", "kv matrix --models " + dir + "/models.txt --prompts " + prompts_file(dir) +
                              " --variants t1 -n 4 --out " + dir + "/out --json " + dir + "/m.json");
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("kv matrix: 2 passed, 0 failed, 1 errors"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("error: truncated / * / *: " + bad), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 error cells (truncated/*/*)"), std::string::npos) << r.out;
+  // EMBER_PROGRESS=1: the status line counts every cell, the failed model's included.
+  EXPECT_NE(r.out.find("\rkv matrix  4/4 cells"), std::string::npos) << r.out;
   const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/m.json"));
   EXPECT_EQ(j["summary"]["ok"], false);
   EXPECT_EQ(j["cells"][2]["status"], "error");

@@ -115,6 +115,24 @@ TEST(Matrix, StoriesCellsPassAndTheControlIsDetected) {
   EXPECT_EQ(j["cells"][3]["prompt"], "arabic");
 }
 
+TEST(Matrix, VariantsAboveTheCpuAreSkippedAndSaySo) {
+  const std::string model = shared_path("models/stories260K.gguf");
+  kv::MatrixOptions o = small_options(temp_dir("matrix-skip"));
+  o.simd_ceiling = SimdLevel::scalar;  // as on a CPU with no AVX2
+  const kv::MatrixReport r =
+      kv::run_matrix({model}, load_stories, kv::parse_variants("t1,simd=scalar;simd=avx2/avx512"), o);
+  ASSERT_EQ(r.cells.size(), 4u);
+  EXPECT_EQ(r.passed(), 2);
+  EXPECT_EQ(r.skipped(), 2);
+  EXPECT_TRUE(r.ok());  // skipped cells do not fail the matrix
+  EXPECT_EQ(r.cells[1].status, "skipped");
+  EXPECT_EQ(r.cells[1].reason, "this CPU has no avx2, avx512 path (best: scalar)");
+  EXPECT_NE(r.table().find("skipped: this CPU has no avx2, avx512 path"), std::string::npos) << r.table();
+  const nlohmann::json j = nlohmann::json::parse(r.json());
+  EXPECT_EQ(j["variants"][1]["missing_paths"], nlohmann::json::parse(R"(["avx2", "avx512"])"));
+  EXPECT_TRUE(j["cells"][1]["gate"].is_null());
+}
+
 TEST(Matrix, CorruptedCellsFail) {
   const std::string model = shared_path("models/stories260K.gguf");
   const auto variants = kv::parse_variants("t1");
