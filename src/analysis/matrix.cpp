@@ -177,11 +177,16 @@ class Engines {
   std::map<int, std::unique_ptr<model::Engine>> by_threads_;
 };
 
+// OUT/cells/M-P-V (1-based model, prompt, variant).
+std::string cell_dir(const MatrixOptions& o, const MatrixCell& c) {
+  return o.out + "/cells/" + std::to_string(c.model_index + 1) + "-" + std::to_string(c.prompt_index + 1) + "-" +
+         std::to_string(c.variant_index + 1);
+}
+
 void run_cell(MatrixCell& cell, const MatrixModel& mm, Engines& engines, const MatrixPrompt& prompt,
               const MatrixVariant& v, const MatrixOptions& o, SimdLevel default_simd) {
   namespace fs = std::filesystem;
-  const std::string dir = o.out + "/cells/" + std::to_string(cell.model_index + 1) + "-" +
-                          std::to_string(cell.prompt_index + 1) + "-" + std::to_string(cell.variant_index + 1);
+  const std::string dir = cell_dir(o, cell);
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir);
@@ -413,6 +418,9 @@ MatrixReport run_matrix(const std::vector<std::string>& model_paths, const Matri
           } catch (const std::exception& e) {  // ember::Error, and filesystem errors of the cell dir
             c.status = "error";
             c.reason = printable(e.what());
+            std::error_code ec;
+            if (o.keep) c.dir = cell_dir(o, c);  // what it left, to look at
+            else std::filesystem::remove_all(cell_dir(o, c), ec);
           }
           set_simd_override(default_simd);
         }

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 #include "analysis/matrix.h"
 #include "kv/seal.h"
 #include "support/test_support.h"
@@ -160,6 +162,7 @@ TEST(Matrix, CorruptedCellsFail) {
   r = kv::run_matrix({model}, load_stories, variants, o);
   EXPECT_EQ(r.errors(), 2);
   EXPECT_NE(r.cells[0].reason.find("sha256"), std::string::npos) << r.cells[0].reason;
+  EXPECT_FALSE(std::filesystem::exists(o.out + "/cells/1-1-1"));  // not kept: an error cell leaves nothing
 
   // A model that does not load: one error cell with the loader's line, the rest still runs.
   o.before_replay = nullptr;
