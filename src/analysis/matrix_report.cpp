@@ -3,8 +3,27 @@
 #include <cstdio>
 
 #include "analysis/matrix.h"
-#include "analysis/report_html.h"
 #include "kv/strict_json.h"
+
+// The page's escaping and its failure colour come from the shared report primitives: on a
+// tree with util/html_report.h (issue 18's one set of HTML building blocks) from there, else
+// from analysis/report_html.h, which held them before. One page, either tree.
+#if __has_include("util/html_report.h")
+#include "util/html_report.h"
+namespace ember::kv {
+namespace {
+std::string html_escape(const std::string& s) { return html::escape(s); }
+std::string far_colour() { return html::ColourScale{}.colour(1.0); }
+}  // namespace
+}  // namespace ember::kv
+#else
+#include "analysis/report_html.h"
+namespace ember::kv {
+namespace {
+std::string far_colour() { return heat_colour(1.0); }
+}  // namespace
+}  // namespace ember::kv
+#endif
 
 namespace ember::kv {
 
@@ -173,7 +192,7 @@ std::string MatrixReport::html() const {
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ember kv matrix</title>"
       "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
       "td,th{border:1px solid #bbb;padding:3px 8px}th{background:#eee}td.n{text-align:right}"
-      ".pass{background:#e8f1e8}.fail,.error{background:" + heat_colour(1.0) + ";color:#fff}"
+      ".pass{background:#e8f1e8}.fail,.error{background:" + far_colour() + ";color:#fff}"
       ".skipped{background:#eee;color:#666}</style></head><body>\n<h1>Exact-replay matrix</h1>\n";
   h += "<p>" + std::to_string(cells.size()) + " cells: <b>" + std::to_string(passed()) + " passed</b>, " +
        std::to_string(failed()) + " failed, " + std::to_string(errors()) + " errors, " +
