@@ -42,8 +42,16 @@ void add_prompt_list_flags(CLI::App* c, PromptListArgs& a) {
 std::vector<std::vector<int32_t>> read_prompt_list(const PromptListArgs& a, const tok::Tokenizer& tokenizer,
                                                    int vocab, const std::string& where) {
   std::vector<std::vector<int32_t>> out;
+  for (NamedPrompt& p : read_named_prompt_list(a, tokenizer, vocab, where)) out.push_back(std::move(p.tokens));
+  return out;
+}
+
+std::vector<NamedPrompt> read_named_prompt_list(const PromptListArgs& a, const tok::Tokenizer& tokenizer,
+                                                int vocab, const std::string& where) {
+  std::vector<NamedPrompt> out;
+  std::string entry_id;  // the JSONL id of the entry being added; empty: its ordinal
   const auto add = [&](std::vector<int32_t> p) {
-    if (!p.empty()) out.push_back(std::move(p));
+    if (!p.empty()) out.push_back({entry_id.empty() ? std::to_string(out.size() + 1) : entry_id, std::move(p)});
   };
   const auto text_ids = [&](const std::string& text) { return tokenizer.encode(text, tokenizer.add_bos_default()); };
   if (a.ids_option && a.ids_option->count() > 0) {
@@ -61,6 +69,7 @@ std::vector<std::vector<int32_t>> read_prompt_list(const PromptListArgs& a, cons
     } else {
       std::optional<tmpl::ChatTemplate> tpl;
       for (const tmpl::PromptEntry& e : tmpl::read_prompt_jsonl(a.prompts)) {
+        entry_id = e.id;
         if (e.text) {
           add(text_ids(*e.text));
         } else {

@@ -27,4 +27,13 @@ void add_prompt_list_flags(CLI::App* c, PromptListArgs& a);
 std::vector<std::vector<int32_t>> read_prompt_list(const PromptListArgs& a, const tok::Tokenizer& tokenizer,
                                                    int vocab, const std::string& where);
 
+// The same prompts with a name each (kv matrix tables): the JSONL id, else the 1-based
+// ordinal of the prompt in its file ("1", "2", ...).
+struct NamedPrompt {
+  std::string id;
+  std::vector<int32_t> tokens;
+};
+std::vector<NamedPrompt> read_named_prompt_list(const PromptListArgs& a, const tok::Tokenizer& tokenizer,
+                                                int vocab, const std::string& where);
+
 }  // namespace ember::cli
