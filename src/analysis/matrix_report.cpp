@@ -5,25 +5,15 @@
 #include "analysis/matrix.h"
 #include "kv/strict_json.h"
 
-// The page's escaping and its failure colour come from the shared report primitives: on a
-// tree with util/html_report.h (issue 18's one set of HTML building blocks) from there, else
-// from analysis/report_html.h, which held them before. One page, either tree.
-#if __has_include("util/html_report.h")
 #include "util/html_report.h"
+
+// The page's escaping and its failure colour come from the shared report primitives.
 namespace ember::kv {
 namespace {
 std::string html_escape(const std::string& s) { return html::escape(s); }
 std::string far_colour() { return html::ColourScale{}.colour(1.0); }
 }  // namespace
 }  // namespace ember::kv
-#else
-#include "analysis/report_html.h"
-namespace ember::kv {
-namespace {
-std::string far_colour() { return heat_colour(1.0); }
-}  // namespace
-}  // namespace ember::kv
-#endif
 
 namespace ember::kv {
 

@@ -30,7 +30,7 @@ uint64_t min_encoded_size(ValueType t) {
 
 bool valid_value_type(uint32_t t) { return t <= uint32_t(ValueType::FLOAT64); }
 
-std::string quoted(std::string_view s) {
+std::string quoted_name(std::string_view s) {
   // Names come from the file: keep the message one line and bounded.
   std::string out = "'";
   for (size_t i = 0; i < s.size() && i < 96; ++i) {
@@ -193,7 +193,7 @@ void GgufFile::parse_all(const uint8_t* data, size_t size) {
     const std::string idx = "metadata[" + std::to_string(k) + "]";
     std::string key = p.read_string(idx + ".key");
     if (key.empty()) fail_field(path_, idx + ".key", "a non-empty key", "an empty string");
-    const std::string field = "metadata " + quoted(key);
+    const std::string field = "metadata " + quoted_name(key);
     if (metadata_index_.count(key))
       fail_field(path_, field, "unique metadata keys", "a second entry (" + idx + ")");
     const uint32_t t = r.read_le<uint32_t>(field + ".type");
@@ -221,7 +221,7 @@ void GgufFile::parse_all(const uint8_t* data, size_t size) {
     TensorInfo t;
     t.name = p.read_string(idx + ".name");
     if (t.name.empty()) fail_field(path_, idx + ".name", "a non-empty name", "an empty string");
-    const std::string field = "tensor " + quoted(t.name);
+    const std::string field = "tensor " + quoted_name(t.name);
     if (tensor_index_.count(t.name))
       fail_field(path_, field, "unique tensor names", "a second tensor (" + idx + ")");
     const uint32_t n_dims = r.read_le<uint32_t>(field + ".n_dims");
@@ -268,7 +268,7 @@ void GgufFile::parse_all(const uint8_t* data, size_t size) {
                "a file of " + std::to_string(size) + " bytes (truncated)");
   const uint64_t data_size = data_offset_ <= size ? size - data_offset_ : 0;
   for (TensorInfo& t : tensors_) {
-    const std::string field = "tensor " + quoted(t.name) + ".offset";
+    const std::string field = "tensor " + quoted_name(t.name) + ".offset";
     if (t.offset % alignment_ != 0)
       fail_field(path_, field, "a multiple of the alignment " + std::to_string(alignment_),
                  std::to_string(t.offset) + " (misaligned)");
@@ -288,8 +288,8 @@ void GgufFile::parse_all(const uint8_t* data, size_t size) {
     const TensorInfo& prev = tensors_[order[k - 1]];
     const TensorInfo& cur = tensors_[order[k]];
     if (prev.offset + prev.n_bytes > cur.offset)
-      fail_field(path_, "tensor " + quoted(cur.name) + ".offset",
-                 "data not overlapping tensor " + quoted(prev.name) + " [" +
+      fail_field(path_, "tensor " + quoted_name(cur.name) + ".offset",
+                 "data not overlapping tensor " + quoted_name(prev.name) + " [" +
                      std::to_string(prev.offset) + ", " +
                      std::to_string(prev.offset + prev.n_bytes) + ")",
                  std::to_string(cur.offset) + " (overlap)");
@@ -305,7 +305,7 @@ const Value* GgufFile::find(std::string_view key) const {
 
 const Value& GgufFile::require(std::string_view key) const {
   const Value* v = find(key);
-  if (!v) fail_field(path_, "metadata " + quoted(key), "present", "missing");
+  if (!v) fail_field(path_, "metadata " + quoted_name(key), "present", "missing");
   return *v;
 }
 
@@ -314,7 +314,7 @@ namespace {
                              const Value& v) {
   std::string found = value_type_name(v.type);
   if (v.type == ValueType::ARRAY) found += std::string(" of ") + value_type_name(v.array_type);
-  fail_field(path, "metadata " + quoted(key), expected, found);
+  fail_field(path, "metadata " + quoted_name(key), expected, found);
 }
 }  // namespace
 
@@ -322,7 +322,7 @@ int64_t GgufFile::get_int(std::string_view key) const {
   const Value& v = require(key);
   if (!v.is_integer()) wrong_type(path_, key, "an integer", v);
   if (v.type == ValueType::UINT64 && v.u > uint64_t(INT64_MAX))
-    fail_field(path_, "metadata " + quoted(key), "an integer <= 2^63-1", std::to_string(v.u));
+    fail_field(path_, "metadata " + quoted_name(key), "an integer <= 2^63-1", std::to_string(v.u));
   return v.as_int(key);
 }
 
@@ -375,7 +375,7 @@ std::vector<int64_t> GgufFile::get_int_array(std::string_view key) const {
   out.reserve(v.array.size());
   for (const Value& e : v.array) {
     if (e.type == ValueType::UINT64 && e.u > uint64_t(INT64_MAX))
-      fail_field(path_, "metadata " + quoted(key), "elements <= 2^63-1", std::to_string(e.u));
+      fail_field(path_, "metadata " + quoted_name(key), "elements <= 2^63-1", std::to_string(e.u));
     out.push_back(e.type == ValueType::UINT64 ? int64_t(e.u) : e.i);
   }
   return out;
@@ -401,7 +401,7 @@ const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
 
 const TensorInfo& GgufFile::tensor(std::string_view name) const {
   const TensorInfo* t = find_tensor(name);
-  if (!t) fail_field(path_, "tensor " + quoted(name), "present", "missing");
+  if (!t) fail_field(path_, "tensor " + quoted_name(name), "present", "missing");
   return *t;
 }
 
