@@ -129,13 +129,16 @@ std::string SweepResult::html() const {
        esc(label == "quantization-boundary"
                ? "source and target are the same model at two weight precisions; this is a quantization-boundary "
                  "study, not a cross-model result."
-               : "source and target are different models that share a tokenizer.") + "</p>\n";
+               : label == "same-base"
+                     ? "source and target are different models that share a base (lower layers byte for byte) and a tokenizer."
+                     : "source and target are different models that share a tokenizer.") + "</p>\n";
   h += "<p>source: <code>" + esc(provenance["source"].value("path", "")) + "</code> (" +
        esc(provenance["source"].value("identity", "").substr(0, 16)) + "&hellip;), target: <code>" +
        esc(provenance["target"].value("path", "")) + "</code> (" +
        esc(provenance["target"].value("identity", "").substr(0, 16)) + "&hellip;), shared layers s = " +
        std::to_string(s) + ", L = " + std::to_string(L) + ", evaluation prompts: " +
        std::to_string(provenance.value("eval_prompts", 0)) + ", mapper " +
+       esc(provenance["mapper"].value("kind", "")) + " mapper " +
        esc(provenance["mapper"].value("hash", "").substr(0, 16)) + "&hellip;</p>\n";
   h += chart("Fidelity: relative logit error vs anchor", "mean rel. logit error", err_series, s, L, floor, ehi, true);
   h += chart("Fidelity: agreement vs anchor", "fraction", {agree, greedy}, s, L, 0.0, 1.0, false);
