@@ -245,6 +245,23 @@ TEST(Fit, StatisticsFitEqualsDirectSolveOfTheRows) {
   set_simd_override(detect_simd());
 }
 
+// A set collected without residual statistics (map collect --no-residual-maps) is smaller and
+// fits K/V maps, but refuses a fit that asks for residual maps, by name.
+TEST(Fit, ResidualMapsNeedResidualStatistics) {
+  CalibrationSet s = empty_synthetic(false, 7);
+  s.residual = false;
+  for (int p = 0; p < 2; ++p) s.res[p].clear();
+  for (const SyntheticRows& r : synthetic_rows(s, false, 7)) s.add_prompt(r.hash, r.part, r.src, r.tgt, nullptr, "t");
+  MapperOptions o;
+  o.relation = "cross-model";
+  EXPECT_EQ(fit_mapper(s, o).heads.size(), 4u);
+  o.residual_maps = true;
+  EXPECT_NE(test::error_of([&] { fit_mapper(s, o); }).find("residual statistics"), std::string::npos);
+  const std::string dir = test::temp_dir("calib_nores") + "/c";
+  s.write(dir, false);
+  EXPECT_FALSE(CalibrationSet::read(dir).residual);
+}
+
 TEST(Fit, SameModelGivesIdentityAndR2One) {
   const CalibrationSet s = synthetic_set(true);
   MapperOptions o;
