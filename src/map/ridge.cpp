@@ -71,7 +71,37 @@ inline __attribute__((always_inline)) void accumulate_body(const double* __restr
     double* __restrict grow = g + off;
     double* __restrict crow = c + size_t(i) * d_out;
     const int len = da - i;
-    for (int r = 0; r < m; ++r) {
+    int r = 0;
+    // Four rows per pass over the entries: each entry still adds row r, r+1, r+2, r+3 in order
+    // (the same bits as one row at a time), with one load and store per entry instead of four.
+    for (; r + 4 <= m; r += 4) {
+      const double* __restrict x0 = xa + size_t(r) * da;
+      const double* __restrict x1 = x0 + da;
+      const double* __restrict x2 = x1 + da;
+      const double* __restrict x3 = x2 + da;
+      const double a0 = x0[i], a1 = x1[i], a2 = x2[i], a3 = x3[i];
+      for (int j = 0; j < len; ++j) {
+        double g_ = grow[j];
+        g_ += a0 * x0[i + j];
+        g_ += a1 * x1[i + j];
+        g_ += a2 * x2[i + j];
+        g_ += a3 * x3[i + j];
+        grow[j] = g_;
+      }
+      const double* __restrict y0 = y + size_t(r) * d_out;
+      const double* __restrict y1 = y0 + d_out;
+      const double* __restrict y2 = y1 + d_out;
+      const double* __restrict y3 = y2 + d_out;
+      for (int j = 0; j < d_out; ++j) {
+        double c_ = crow[j];
+        c_ += a0 * y0[j];
+        c_ += a1 * y1[j];
+        c_ += a2 * y2[j];
+        c_ += a3 * y3[j];
+        crow[j] = c_;
+      }
+    }
+    for (; r < m; ++r) {
       const double* __restrict xr = xa + size_t(r) * da;
       const double xi = xr[i];
       const double* __restrict xs = xr + i;
