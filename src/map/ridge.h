@@ -75,7 +75,6 @@ class NormalEquations {
   void set_rows(int64_t n) { rows_ = n; }
 
  private:
-  size_t g_row(int i) const { return size_t(int64_t(i) * (d_in_ + 1) - int64_t(i) * (i - 1) / 2); }
   int d_in_ = 0, d_out_ = 0;
   int64_t rows_ = 0;
   std::vector<double> g_;   // packed upper triangle of (d_in+1, d_in+1)
