@@ -1,5 +1,5 @@
-// libFuzzer target for the calibration-set reader (ember.kv-calibration.v1: manifest.json +
-// rows.f32le), what `map fit`, `study sweep` and the anchor study load. One input is a
+// libFuzzer target for the calibration-set reader (ember.map-calibration.v2: manifest.json +
+// stats.f64le, the fits' sufficient statistics), what `map fit` loads. One input is a
 // manifest and its rows payload (fuzz/payload_input.h: layout and hash placeholders), fed to
 // map::CalibrationSet::parse, the in-memory half of CalibrationSet::read. Contract under test:
 // any input is accepted or refused with an ember::Error; never a crash, hang, out-of-bounds
@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ember::map::CalibrationSet s;
   try {
     s = ember::map::CalibrationSet::parse(in.manifest, reinterpret_cast<const uint8_t*>(in.payload.data()),
-                                          in.payload.size(), "fuzz/manifest.json", "fuzz/rows.f32le");
+                                          in.payload.size(), "fuzz/manifest.json", "fuzz/stats.f64le");
   } catch (const ember::Error&) {
     return 0;
   }

@@ -1,7 +1,7 @@
 #pragma once
 // Input layout shared by the fuzz targets whose documents are a JSON manifest plus a binary
 // payload it hashes (mapper: manifest.json + weights.f64le; calibration set: manifest.json +
-// rows.f32le). One input is the manifest text, the separator line "\n@@payload@@\n", then the
+// stats.f64le). One input is the manifest text, the separator line "\n@@payload@@\n", then the
 // payload bytes. Before parsing, "@SHA256@" in the manifest becomes the payload's real SHA-256
 // and "@BYTES@" its size, so the fuzzer, which cannot invert SHA-256, still reaches every
 // check after the hash: the seeds (fuzz/corpus/mapper, fuzz/corpus/calibration) use the

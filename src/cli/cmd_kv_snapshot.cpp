@@ -298,7 +298,11 @@ void add_validate_replay(CLI::App& kv) {
   c->add_option("--arch", o->arch, "assert the model's architecture");
   auto* t = c->add_option("--prompt", o->prompt, "prompt text");
   auto* f = c->add_option("--prompt-file", o->prompt_file, "prompt text file");
-  t->excludes(f);
+  auto* m = c->add_option("--messages", o->messages,
+                          "conversation JSON rendered by the chat template (no BOS added), as run and kv export take it");
+  t->excludes(f)->excludes(m);
+  f->excludes(m);
+  add_chat_render_options(c, o->chat, /*with_config=*/true);
   c->add_option("-n", o->n, "selection steps of the uninterrupted run (>= 2)")->required();
   c->add_option("--out", o->out, "directory for the logits, snapshot, logs and receipt.json")->required();
   add_threads_option(c, o->threads, "threads of every process (default: the cores present)");
@@ -310,8 +314,8 @@ void add_validate_replay(CLI::App& kv) {
   c->add_option("--replay-simd", o->replay_simd, "EMBER_SIMD of the replay");
   c->add_flag("--force", o->force, "reuse an --out directory that already holds a gate run");
   c->callback([o] {
-    if (o->prompt.empty() && o->prompt_file.empty())
-      fail_field("validate-replay", "prompt", "--prompt TEXT or --prompt-file F", "neither");
+    if (o->prompt.empty() && o->prompt_file.empty() && o->messages.empty())
+      fail_field("validate-replay", "prompt", "--prompt TEXT, --prompt-file F or --messages CONV.json", "none");
     o->threads = check_threads(o->threads, "--threads");
     o->native_threads = check_threads(o->native_threads, "--native-threads");
     o->export_threads = check_threads(o->export_threads, "--export-threads");

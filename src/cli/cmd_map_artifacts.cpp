@@ -129,13 +129,14 @@ void print_greedy(model::Engine& e, tok::Tokenizer& t, model::KvCache& cache, st
 }
 
 void add_collect(CLI::App& m) {
-  auto* c = m.add_subcommand("collect", "Run both models on the same prompts and store calibration rows");
+  auto* c = m.add_subcommand("collect",
+                             "Run both models on the same prompts and store the fits' statistics (X^T X, X^T Y)");
   struct Opts {
     std::string source, target, tokenizer, split = "320:80", output;
     PromptListArgs prompts;
     uint64_t seed = 1;
     int threads = 1;
-    bool force = false;
+    bool force = false, no_residual = false;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("--source", o->source, "Source model (GGUF)")->required();
@@ -145,6 +146,8 @@ void add_collect(CLI::App& m) {
   c->add_option("--split", o->split, "calib:eval prompt counts (frozen split)");
   c->add_option("--seed", o->seed, "Split seed");
   add_threads_option(c, o->threads);
+  c->add_flag("--no-residual-maps", o->no_residual,
+              "Keep no residual statistics (smaller; map fit --residual-maps then refuses the set)");
   c->add_option("--output", o->output, "Calibration directory")->required();
   c->add_flag("--force", o->force, "Replace an existing output");
   c->callback([o] {
@@ -163,11 +166,15 @@ void add_collect(CLI::App& m) {
     const map::PromptSplit split = map::PromptSplit::make(hashes, nc, ne, o->seed);
     const int threads = resolve_threads(o->threads);
     model::Engine se(s.model, {threads}), te(t.model, {threads});
+    if (!o->force && path_exists(o->output))
+      fail(o->output, "already exists; refusing to overwrite it (pass --force)");  // before minutes of work
+    map::CollectOptions co;
+    co.residual = !o->no_residual;
+    co.threads = threads;
     const map::CalibrationSet set = map::collect_calibration(se, s.model->identity(), te, t.model->identity(), prompts,
-                                                             split, s.tokenizer->identity(), shared.layers);
+                                                             split, s.tokenizer->identity(), shared.layers, co);
     set.write(o->output, o->force);
-    int64_t rows = 0;
-    for (const auto& b : set.blocks) rows += b.n_rows;
+    const int64_t rows = set.rows(map::SplitPart::calib) + set.rows(map::SplitPart::eval);
     std::cout << "calibration: " << nc << " calib + " << ne << " eval prompts, " << rows << " rows, shared layers "
               << shared.layers << ", split " << split.hash() << "\nwrote " << o->output << "\n";
   });
@@ -178,6 +185,7 @@ void add_fit(CLI::App& m) {
   struct Opts {
     std::string calibration, output, kind = "ridge", receipt, relation;
     double lambda = 1e-3;
+    int threads = 1;
     bool anchor = false, residual = false, force = false;
   };
   auto o = std::make_shared<Opts>();
@@ -189,6 +197,7 @@ void add_fit(CLI::App& m) {
   c->add_option("--output", o->output, "Mapper directory")->required();
   c->add_option("--receipt", o->receipt, "Bridge receipt path (default: OUTPUT.receipt.json)");
   add_relation_option(c, o->relation, "how source and target relate (required; recorded, never inferred)")->required();
+  add_threads_option(c, o->threads);
   c->add_flag("--force", o->force, "Replace an existing output");
   c->callback([o] {
     for (const std::string& out : {o->output, receipt_path_for(o->output, o->receipt)})
@@ -200,6 +209,7 @@ void add_fit(CLI::App& m) {
     mo.anchor_identity = o->anchor;
     mo.residual_maps = o->residual;
     mo.relation = o->relation;
+    mo.threads = resolve_threads(o->threads);
     const map::Mapper mp = map::fit_mapper(set, mo);
     const std::string rpath = receipt_path_for(o->output, o->receipt);
     if (!o->force && path_exists(rpath)) fail(rpath, "already exists; refusing to overwrite it (pass --force)");

@@ -6,6 +6,7 @@
 #include "cli/map_commands.h"
 #include "cli/model_loader.h"
 #include "cli/prompt_list.h"
+#include "kv/snapshot.h"
 #include "map/split.h"
 #include "map/sweep.h"
 #include "util/atomic_file.h"
@@ -29,12 +30,17 @@ void register_sweep_command(CLI::App& study) {
   c->add_option("--tokenizer", o->tokenizer_path, "Hugging Face tokenizer.json for both models (default: each GGUF's own)");
   c->add_option("--split", *split, "Calibration:evaluation prompt counts (frozen split)");
   c->add_option("--seed", o->seed, "Split seed");
-  c->add_option("--lambda", o->lambda, "The one ridge penalty (affine maps, L2 anchor toward identity)");
+  c->add_option("--lambda", o->lambda, "The one penalty of the fit");
+  c->add_option("--kind", o->kind,
+                "affine (affine maps, L2 anchor toward the identity; default) | ridge (plain ridge, the ridge pilot)")
+      ->check(CLI::IsMember({"affine", "ridge"}));
   c->add_option("--greedy-steps", o->greedy_steps, "Greedy steps compared")->check(CLI::Range(1, 256));
   c->add_option("--repeats", o->timing_repeats, "Timing repeats per prompt (min taken)")->check(CLI::Range(1, 100));
   add_threads_option(c, o->threads);
-  c->add_option("--label", o->label, "cross-model | quantization-boundary (default: detected from tensor types)")
-      ->check(CLI::IsMember({"cross-model", "quantization-boundary"}));
+  c->add_option("--label", o->label,
+                "quantization-boundary | same-base | cross-model, as map fit --relation (default: "
+                "quantization-boundary if the tensor types differ, else cross-model)")
+      ->check(CLI::IsMember({kv::kRelations[0], kv::kRelations[1], kv::kRelations[2]}));
   c->add_option("--json", *json_path, "Write the JSON report here");
   c->add_option("--html", *html_path, "Write the HTML report (inline SVG plots) here");
   c->add_flag("--force", *force, "Overwrite existing report files");

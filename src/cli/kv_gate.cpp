@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "cli/prompt_text.h"
+#include "template/chat_template.h"
 #include "kv/replay_gate.h"
 #include "kv/snapshot.h"
 #include "kv/strict_json.h"
@@ -81,7 +82,24 @@ GateOutcome run_replay_gate(const GateArgs& a) {
   if (fs::exists(out) && !fs::is_empty(out) && !a.force)
     fail(out, "already exists and is not empty; refusing to overwrite it (pass --force to reuse it)");
   fs::create_directories(out);
-  const std::string prompt = !a.prompt_file.empty() ? read_prompt_file(a.prompt_file) : checked_prompt_text(a.prompt, "--prompt");
+  // The prompt flags both the run and the export get: the text, or the conversation and its
+  // render options (rendered here once too, for the receipt's hash and to fail before spawning).
+  std::string prompt;
+  std::vector<std::string> prompt_flags;
+  if (!a.messages.empty()) {
+    ChatTemplateArgs chat = a.chat;
+    chat.model = a.model;
+    prompt = tmpl::render(load_chat_template(chat, "validate-replay"), tmpl::read_messages_file(a.messages),
+                          render_options(chat));
+    prompt_flags = {"--messages", a.messages};
+    if (!a.chat.tokenizer_config.empty()) prompt_flags.insert(prompt_flags.end(), {"--tokenizer-config", a.chat.tokenizer_config});
+    if (a.chat.add_generation_prompt) prompt_flags.push_back("--add-generation-prompt");
+    if (!a.chat.enable_thinking.empty()) prompt_flags.insert(prompt_flags.end(), {"--enable-thinking", a.chat.enable_thinking});
+    if (!a.chat.date_string.empty()) prompt_flags.insert(prompt_flags.end(), {"--date-string", a.chat.date_string});
+  } else {
+    prompt = !a.prompt_file.empty() ? read_prompt_file(a.prompt_file) : checked_prompt_text(a.prompt, "--prompt");
+    prompt_flags = {"--prompt", prompt};
+  }
   const std::string native = out + "/native.f32", boundary = out + "/boundary.f32",
                     replay = out + "/replay.f32", snapshot = out + "/snapshot";
   auto model_flags = [&](std::vector<std::string>& v, int threads) {
@@ -96,7 +114,8 @@ GateOutcome run_replay_gate(const GateArgs& a) {
   steps[0].simd = a.native_simd;
   steps[0].argv = {"ember", "run"};
   model_flags(steps[0].argv, steps[0].threads);
-  steps[0].argv.insert(steps[0].argv.end(), {"--prompt", prompt, "-n", std::to_string(a.n), "--ignore-eos",
+  steps[0].argv.insert(steps[0].argv.end(), prompt_flags.begin(), prompt_flags.end());
+  steps[0].argv.insert(steps[0].argv.end(), {"-n", std::to_string(a.n), "--ignore-eos",
                                              "--dump-logits", native, "--force", "--quiet"});
   steps[1].role = "export";
   steps[1].threads = pick(a.export_threads);
@@ -104,7 +123,8 @@ GateOutcome run_replay_gate(const GateArgs& a) {
   steps[1].argv = {"ember", "kv", "export"};
   model_flags(steps[1].argv, steps[1].threads);
   if (!a.arch.empty()) steps[1].argv.insert(steps[1].argv.end(), {"--arch", a.arch});
-  steps[1].argv.insert(steps[1].argv.end(), {"--prompt", prompt, "--output", snapshot, "--boundary-logits",
+  steps[1].argv.insert(steps[1].argv.end(), prompt_flags.begin(), prompt_flags.end());
+  steps[1].argv.insert(steps[1].argv.end(), {"--output", snapshot, "--boundary-logits",
                                              boundary, "--force"});
   steps[2].role = "replay";
   steps[2].threads = pick(a.replay_threads);

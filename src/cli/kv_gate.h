@@ -5,10 +5,16 @@
 // a canonical receipt JSON. Each process may get its own thread count and SIMD path.
 #include <string>
 
+#include "cli/chat_prompt.h"
+
 namespace ember::cli {
 
 struct GateArgs {
   std::string model, tokenizer, arch, prompt, prompt_file, out;
+  // --messages CONV.json (cli/prompt_input.h): the run and the export each render it through
+  // the chat template with the same options (forwarded), no BOS added.
+  std::string messages;
+  ChatTemplateArgs chat;
   int n = 0;
   int threads = 0, native_threads = 0, export_threads = 0, replay_threads = 0;
   std::string native_simd, export_simd, replay_simd;

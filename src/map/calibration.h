@@ -1,24 +1,34 @@
 #pragma once
-// Calibration data for cache translation (format ember.map-calibration.v1, docs/mapping.md).
+// Calibration statistics for cache translation (format ember.map-calibration.v2,
+// docs/mapping.md).
 //
-// Both models are run on the same token sequences; for every prompt (a "block" of rows, one
-// row per token position) we keep, as f32:
-//   src_k, src_v  [layer][kv_head][row][head_dim]   source K (pre-RoPE, after Q/K norm) and V
-//   tgt_k, tgt_v  [layer][kv_head][row][head_dim]   the same for the target
-//   src_res       [boundary 0..L][row][n_embd]      the source residual entering each layer
-//   tgt_res       [boundary 0..L][row][n_embd]      (boundary L: leaving the last layer)
-// Every block names its prompt hash and its side of the frozen split; a fit reads only blocks
-// the split calls calibration, and refuses any other (see PromptSplit::check_fit_prompt).
+// Both models are run on the same token sequences, prompt by prompt; each prompt's rows (one
+// per token position) are folded into the sufficient statistics of every fit and then
+// dropped, so memory is O(d^2) per map, not O(tokens). Per least-squares problem and per side
+// of the frozen split (calibration, evaluation) the set holds a NormalEquations (ridge.h):
+//   K, V      per layer and KV head: source K (pre-RoPE, after Q/K norm) or V -> the target's
+//   residual  per boundary b in (s, L) (when collected): source residual entering layer b ->
+//             the target's
+// A fit reads only the calibration side; the evaluation side scores the fitted maps (held-out
+// R²) and never enters a solve. Every prompt names its hash and its side of the split, and
+// adding a prompt checks it against the split (PromptSplit::check_fit_prompt for the
+// calibration side), so an evaluation prompt can never reach a fit.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "map/ridge.h"
 #include "map/split.h"
 #include "util/json_fields.h"
 
+namespace ember {
+class ThreadPool;
+}
+
 namespace ember::map {
 
-inline constexpr const char* kCalibrationFormat = "ember.map-calibration.v1";
+inline constexpr const char* kCalibrationFormat = "ember.map-calibration.v2";
 // The representation states the rows are in (recorded, and checked on read).
 inline constexpr const char* kKeyState = "pre-rope-after-qk-norm";
 inline constexpr const char* kValueState = "v-projection";
@@ -41,11 +51,18 @@ struct ModelGeometry {
   }
 };
 
-struct CalibBlock {
+// One model's rows for one prompt of n tokens:
+//   k, v [layer][kv_head][row][head_dim], res [boundary 0..L][row][n_embd].
+struct ModelRows {
+  int n_rows = 0;
+  std::vector<float> k, v, res;
+};
+
+// A prompt folded into the statistics.
+struct CalibPrompt {
   std::string prompt_hash;
   SplitPart part = SplitPart::calib;
-  int n_rows = 0;
-  std::vector<float> src_k, src_v, tgt_k, tgt_v, src_res, tgt_res;
+  int rows = 0;
 };
 
 struct CalibrationSet {
@@ -53,32 +70,46 @@ struct CalibrationSet {
   std::string tokenizer_identity;
   int shared_layers = 0;  // s: layers [0, s) and the embeddings are byte-identical
   PromptSplit split;
-  std::vector<CalibBlock> blocks;
+  bool residual = false;  // residual statistics at the boundaries (s, L) are kept
+  std::vector<CalibPrompt> prompts;  // in the order they were added
+  // [part][...]: part 0 = calibration, 1 = evaluation.
+  std::vector<NormalEquations> k[2], v[2];  // [layer * n_kv_heads + head]
+  std::vector<NormalEquations> res[2];      // [boundary - s - 1], boundaries s+1 .. L-1
 
-  // Sizes a block for n rows (all arrays zeroed).
-  CalibBlock new_block(const std::string& hash, SplitPart part, int n_rows) const;
-  // Row pointers into a block: head_dim (or n_embd) floats per row, n_rows rows.
-  const float* src_k(const CalibBlock& b, int layer, int head) const;
-  const float* src_v(const CalibBlock& b, int layer, int head) const;
-  const float* tgt_k(const CalibBlock& b, int layer, int head) const;
-  const float* tgt_v(const CalibBlock& b, int layer, int head) const;
-  const float* src_res(const CalibBlock& b, int boundary) const;
-  const float* tgt_res(const CalibBlock& b, int boundary) const;
-  float* mut_src_k(CalibBlock& b, int layer, int head) const { return const_cast<float*>(src_k(b, layer, head)); }
-  float* mut_src_v(CalibBlock& b, int layer, int head) const { return const_cast<float*>(src_v(b, layer, head)); }
-  float* mut_tgt_k(CalibBlock& b, int layer, int head) const { return const_cast<float*>(tgt_k(b, layer, head)); }
-  float* mut_tgt_v(CalibBlock& b, int layer, int head) const { return const_cast<float*>(tgt_v(b, layer, head)); }
-  float* mut_src_res(CalibBlock& b, int boundary) const { return const_cast<float*>(src_res(b, boundary)); }
-  float* mut_tgt_res(CalibBlock& b, int boundary) const { return const_cast<float*>(tgt_res(b, boundary)); }
+  // An empty set (every statistic zero) for these models and this split.
+  static CalibrationSet empty(const ModelGeometry& source, const ModelGeometry& target,
+                              const std::string& tokenizer_identity, int shared_layers, const PromptSplit& split,
+                              bool residual);
 
-  // Consistency: geometry > 0 and matching layer/head counts, array sizes, every block's
-  // part agrees with the split (a block whose prompt the split calls evaluation can never be
-  // labelled calibration), no prompt twice. Error naming `where` and the field.
+  const NormalEquations& k_stats(SplitPart p, int layer, int head) const {
+    return k[int(p)][size_t(layer) * target.n_kv_heads + head];
+  }
+  const NormalEquations& v_stats(SplitPart p, int layer, int head) const {
+    return v[int(p)][size_t(layer) * target.n_kv_heads + head];
+  }
+  // The residual statistics at boundary b in (s, L); nullptr when not collected.
+  const NormalEquations* res_stats(SplitPart p, int boundary) const;
+  int64_t rows(SplitPart p) const { return k[int(p)].empty() ? 0 : k[int(p)][0].rows(); }
+  size_t n_prompts(SplitPart p) const;
+
+  // Folds one prompt's rows (both models, same tokens) into the statistics of its side. The
+  // gate: a calibration prompt must be one of the split's calibration prompts (an evaluation
+  // prompt is refused by name, PromptSplit::check_fit_prompt), an evaluation prompt one of its
+  // evaluation prompts, and no prompt twice. The problems are independent and each adds its
+  // rows in order, so `pool` (may be null) changes who computes, never a bit.
+  void add_prompt(const std::string& prompt_hash, SplitPart part, const ModelRows& src, const ModelRows& tgt,
+                  ThreadPool* pool, const std::string& where);
+
+  // Consistency: geometry > 0 and matching layer/head counts, statistics sized by the
+  // geometry, every prompt's part agrees with the split, no prompt twice, each side's row
+  // count equals the sum of its prompts' rows (and G's ones entry), finite statistics. Error
+  // naming `where` and the field.
   void validate(const std::string& where) const;
 
-  // Directory with manifest.json and rows.f32le; atomic, refuses to overwrite without force.
+  // Directory with manifest.json and stats.f64le; atomic, refuses to overwrite without force.
   void write(const std::string& dir, bool force) const;
-  // Strict read: format, payload size and SHA-256, validate().
+  // Strict read: format (v1 row sets are refused by name), payload size (checked against the
+  // geometry before anything is allocated) and SHA-256, validate().
   static CalibrationSet read(const std::string& dir);
   // The same read over bytes already in memory (the fuzz target's entry point).
   static CalibrationSet parse(const std::string& manifest_text, const uint8_t* payload, size_t payload_size,

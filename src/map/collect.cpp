@@ -5,6 +5,8 @@
 
 #include "map/apply.h"
 #include "util/error.h"
+#include "util/progress.h"
+#include "util/thread_pool.h"
 
 namespace ember::map {
 
@@ -12,6 +14,7 @@ ModelRows capture_rows(model::Engine& engine, const std::vector<int32_t>& tokens
   const model::ModelConfig& c = engine.config();
   const int n = int(tokens.size()), G = c.n_kv_heads, D = c.head_dim, E = c.n_embd;
   ModelRows r;
+  r.n_rows = n;
   r.k.assign(size_t(c.n_layers) * G * n * D, 0.f);
   r.v.assign(r.k.size(), 0.f);
   r.res.assign(size_t(c.n_layers + 1) * n * E, 0.f);
@@ -37,35 +40,31 @@ CalibrationSet collect_calibration(model::Engine& source, const std::string& sou
                                    model::Engine& target, const std::string& target_identity,
                                    const std::vector<std::vector<int32_t>>& prompts,
                                    const PromptSplit& split, const std::string& tokenizer_identity,
-                                   int shared_layers) {
-  CalibrationSet set;
-  set.source = geometry_of(source.config(), source_identity);
-  set.target = geometry_of(target.config(), target_identity);
-  set.tokenizer_identity = tokenizer_identity;
-  set.shared_layers = shared_layers;
-  set.split = split;
+                                   int shared_layers, const CollectOptions& o) {
+  const std::string where = "map collect";
+  CalibrationSet set = CalibrationSet::empty(geometry_of(source.config(), source_identity),
+                                             geometry_of(target.config(), target_identity), tokenizer_identity,
+                                             shared_layers, split, o.residual);
   std::map<std::string, const std::vector<int32_t>*> by_hash;
   for (const auto& p : prompts) by_hash.emplace(prompt_hash(p), &p);
+  // Every prompt of the split must be there before any model runs.
+  for (const auto* part : {&split.calib, &split.eval})
+    for (const auto& h : *part)
+      if (by_hash.find(h) == by_hash.end()) fail_field(where, "prompt", "every prompt of the split", "missing " + h);
+  std::unique_ptr<ThreadPool> pool;
+  if (o.threads > 1) pool = std::make_unique<ThreadPool>(o.threads);
+  Progress progress(o.progress_label, int64_t(split.calib.size() + split.eval.size()), "prompts");
   auto add = [&](const std::string& h, SplitPart part) {
-    auto it = by_hash.find(h);
-    if (it == by_hash.end()) fail_field("map collect", "prompt", "every prompt of the split", "missing " + h);
-    const std::vector<int32_t>& tokens = *it->second;
-    ModelRows s = capture_rows(source, tokens), t = capture_rows(target, tokens);
-    CalibBlock b;
-    b.prompt_hash = h;
-    b.part = part;
-    b.n_rows = int(tokens.size());
-    b.src_k = std::move(s.k);
-    b.src_v = std::move(s.v);
-    b.src_res = std::move(s.res);
-    b.tgt_k = std::move(t.k);
-    b.tgt_v = std::move(t.v);
-    b.tgt_res = std::move(t.res);
-    set.blocks.push_back(std::move(b));
+    const std::vector<int32_t>& tokens = *by_hash.at(h);
+    const ModelRows s = capture_rows(source, tokens), t = capture_rows(target, tokens);
+    set.add_prompt(h, part, s, t, pool.get(), where);
+    if (o.on_prompt) o.on_prompt(h, part, s, t);
+    progress.step();
   };
   for (const auto& h : split.calib) add(h, SplitPart::calib);
   for (const auto& h : split.eval) add(h, SplitPart::eval);
-  set.validate("map collect");
+  progress.finish();
+  set.validate(where);
   return set;
 }
 

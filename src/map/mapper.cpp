@@ -1,5 +1,7 @@
 #include "map/mapper.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -10,7 +12,9 @@
 #include "util/byte_io.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "util/progress.h"
 #include "util/sha256.h"
+#include "util/thread_pool.h"
 
 namespace ember::map {
 namespace {
@@ -268,59 +272,18 @@ Mapper identity_mapper(const ModelGeometry& source, const ModelGeometry& target,
 }
 
 Mapper fit_mapper(const CalibrationSet& set, const MapperOptions& options) {
-  std::vector<size_t> fit;
-  for (size_t i = 0; i < set.blocks.size(); ++i)
-    if (set.blocks[i].part == SplitPart::calib) fit.push_back(i);
-  return fit_mapper(set, options, fit);
-}
-
-namespace {
-
-// Fits one map from blocks' rows given by two row-pointer getters, then scores it.
-template <typename GetX, typename GetY>
-void fit_one(const CalibrationSet& set, const std::vector<size_t>& fit, int d_in, int d_out,
-             const FitOptions& fo, const std::string& where, GetX gx, GetY gy, LinearMap* out,
-             double* r2_train, double* r2_eval) {
-  NormalEquations ne(d_in, d_out);
-  for (size_t bi : fit) ne.add(gx(set.blocks[bi]), gy(set.blocks[bi]), set.blocks[bi].n_rows);
-  *out = ne.solve(fo, where);
-  // Train R² over the fitted blocks, held-out R² over the evaluation blocks.
-  R2Accumulator tr(d_out), ev(d_out);
-  std::vector<float> pred;
-  auto score = [&](const CalibBlock& b, R2Accumulator& acc) {
-    pred.resize(size_t(b.n_rows) * d_out);
-    const float* x = gx(b);
-    for (int r = 0; r < b.n_rows; ++r) out->apply(x + size_t(r) * d_in, pred.data() + size_t(r) * d_out);
-    acc.add(pred.data(), gy(b), b.n_rows);
-  };
-  for (size_t bi : fit) score(set.blocks[bi], tr);
-  for (const CalibBlock& b : set.blocks)
-    if (b.part == SplitPart::eval) score(b, ev);
-  *r2_train = tr.r2();
-  *r2_eval = ev.r2();
-}
-
-}  // namespace
-
-Mapper fit_mapper(const CalibrationSet& set, const MapperOptions& options,
-                  const std::vector<size_t>& fit_blocks) {
   const std::string where = "map fit";
   set.validate(where);
   if (options.kind == MapperKind::identity)
     return identity_mapper(set.source, set.target, set.tokenizer_identity, set.shared_layers, options.relation);
-  // The fit gate: every block handed to the fit must be a calibration prompt of the split.
-  for (size_t bi : fit_blocks) {
-    if (bi >= set.blocks.size())
-      fail_field(where, "block", "< " + std::to_string(set.blocks.size()), std::to_string(bi));
-    const CalibBlock& b = set.blocks[bi];
-    set.split.check_fit_prompt(b.prompt_hash, where);
-    if (b.part != SplitPart::calib)
-      fail(where, "evaluation block for prompt " + b.prompt_hash + " may not enter a fit");
-  }
-  if (fit_blocks.empty()) fail_field(where, "calibration prompts", "at least one", "none");
+  if (set.rows(SplitPart::calib) <= 0 || set.n_prompts(SplitPart::calib) == 0)
+    fail_field(where, "calibration prompts", "at least one", "none");
   if (options.anchor_identity && set.source.head_dim != set.target.head_dim)
     fail_field(where, "anchor_identity", "equal source and target head dims",
                std::to_string(set.source.head_dim) + " vs " + std::to_string(set.target.head_dim));
+  if (options.residual_maps && !set.residual && set.shared_layers + 1 < set.target.n_layers)
+    fail_field(where, "residual statistics", "collected (map collect without --no-residual-maps)",
+               "none in this calibration set");
 
   Mapper m;
   m.kind = options.kind;
@@ -333,41 +296,77 @@ Mapper fit_mapper(const CalibrationSet& set, const MapperOptions& options,
   m.tokenizer_identity = set.tokenizer_identity;
   m.split_hash = set.split.hash();
   m.shared_layers = set.shared_layers;
-  for (const CalibBlock& b : set.blocks)
-    if (b.part == SplitPart::eval) m.eval_rows += b.n_rows;
-  for (size_t bi : fit_blocks) m.calib_rows += set.blocks[bi].n_rows;
+  m.calib_rows = set.rows(SplitPart::calib);
+  m.eval_rows = set.rows(SplitPart::eval);
 
   FitOptions fo;
   fo.lambda = options.lambda;
   fo.affine = m.affine;
   fo.anchor_identity = options.anchor_identity;
-  const int ds = set.source.head_dim, dt = set.target.head_dim;
-  for (int l = 0; l < set.target.n_layers; ++l) {
-    for (int h = 0; h < set.target.n_kv_heads; ++h) {
-      HeadMaps hm;
+  FitOptions ro = fo;
+  ro.anchor_identity = options.anchor_identity && set.source.n_embd == set.target.n_embd;
+  const int L = set.target.n_layers, G = set.target.n_kv_heads;
+  m.heads.resize(size_t(L) * G);
+  if (options.residual_maps)
+    for (int a = set.shared_layers + 1; a < L; ++a) m.residual.push_back(ResidualMap{a, {}, 0, 0});
+
+  // The maps, largest first; each is solved and scored by one thread, so the partition over
+  // threads changes no bit.
+  struct Job {
+    const NormalEquations *train, *eval;
+    const FitOptions* fo;
+    std::string where;
+    LinearMap* out;
+    double *r2_train, *r2_eval;
+  };
+  std::vector<Job> jobs;
+  for (ResidualMap& rm : m.residual)
+    jobs.push_back({set.res_stats(SplitPart::calib, rm.boundary), set.res_stats(SplitPart::eval, rm.boundary), &ro,
+                    where + ": residual " + std::to_string(rm.boundary), &rm.map, &rm.r2_train, &rm.r2_eval});
+  for (int l = 0; l < L; ++l)
+    for (int h = 0; h < G; ++h) {
+      HeadMaps& hm = m.heads[size_t(l) * G + h];
       const std::string w = where + ": layer " + std::to_string(l) + " head " + std::to_string(h);
-      fit_one(set, fit_blocks, ds, dt, fo, w + " K",
-              [&](const CalibBlock& b) { return set.src_k(b, l, h); },
-              [&](const CalibBlock& b) { return set.tgt_k(b, l, h); }, &hm.k, &hm.k_r2_train, &hm.k_r2_eval);
-      fit_one(set, fit_blocks, ds, dt, fo, w + " V",
-              [&](const CalibBlock& b) { return set.src_v(b, l, h); },
-              [&](const CalibBlock& b) { return set.tgt_v(b, l, h); }, &hm.v, &hm.v_r2_train, &hm.v_r2_eval);
-      m.heads.push_back(std::move(hm));
+      jobs.push_back({&set.k_stats(SplitPart::calib, l, h), &set.k_stats(SplitPart::eval, l, h), &fo, w + " K",
+                      &hm.k, &hm.k_r2_train, &hm.k_r2_eval});
+      jobs.push_back({&set.v_stats(SplitPart::calib, l, h), &set.v_stats(SplitPart::eval, l, h), &fo, w + " V",
+                      &hm.v, &hm.v_r2_train, &hm.v_r2_eval});
+    }
+  Progress progress(options.progress_label, int64_t(jobs.size()), "maps");
+  std::vector<std::string> errors(jobs.size());
+  std::atomic<int64_t> done{0};
+  const auto solve = [&](size_t j) {
+    const Job& job = jobs[j];
+    try {
+      *job.out = job.train->solve(*job.fo, job.where);
+      *job.r2_train = job.train->r2(*job.out);
+      *job.r2_eval = job.eval->r2(*job.out);
+    } catch (const std::exception& e) {
+      errors[j] = e.what();
+    }
+    ++done;
+  };
+  const int T = std::max(1, std::min<int>(options.threads, int(jobs.size())));
+  if (T > 1) {
+    ThreadPool pool(T);
+    std::atomic<size_t> next{0};
+    // Dynamic hand-out: which thread solves a map does not change its bits. One task (the
+    // first) draws the status line.
+    pool.parallel_for(T, [&](int64_t b, int64_t) {
+      for (size_t j = next++; j < jobs.size(); j = next++) {
+        solve(j);
+        if (b == 0) progress.update(done);
+      }
+    });
+  } else {
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      solve(j);
+      progress.update(done);
     }
   }
-  if (options.residual_maps) {
-    FitOptions ro = fo;
-    ro.anchor_identity = options.anchor_identity && set.source.n_embd == set.target.n_embd;
-    for (int a = set.shared_layers + 1; a < set.target.n_layers; ++a) {
-      ResidualMap rm;
-      rm.boundary = a;
-      fit_one(set, fit_blocks, set.source.n_embd, set.target.n_embd, ro,
-              where + ": residual " + std::to_string(a),
-              [&](const CalibBlock& b) { return set.src_res(b, a); },
-              [&](const CalibBlock& b) { return set.tgt_res(b, a); }, &rm.map, &rm.r2_train, &rm.r2_eval);
-      m.residual.push_back(std::move(rm));
-    }
-  }
+  progress.finish();
+  for (const std::string& e : errors)
+    if (!e.empty()) throw Error(e);
   return m;
 }
 

@@ -30,6 +30,8 @@ struct MapperOptions {
   bool anchor_identity = false;  // ridge/affine: penalize ||W - I||^2 (needs equal head dims)
   bool residual_maps = false;    // also fit residual maps at boundaries (s, L)
   std::string relation;          // kv::kRelations; required to write the mapper
+  int threads = 1;               // maps solved at once (each solve is single-threaded: same bits)
+  std::string progress_label = "fit";  // ember::Progress on a terminal
 };
 
 struct HeadMaps {
@@ -78,11 +80,9 @@ struct Mapper {
 Mapper identity_mapper(const ModelGeometry& source, const ModelGeometry& target,
                        const std::string& tokenizer_identity, int shared_layers, const std::string& relation = "");
 
-// Fits on every calibration block of the set (never an evaluation block) and scores R² on
-// both sides of the split. The overload taking block indices fits on exactly those blocks, and
-// refuses (Error) any block that is not a calibration prompt of the set's frozen split.
+// Fits every map on the calibration side of the set's statistics (the evaluation side never
+// enters a solve) and scores R² on both sides (train: the calibration rows; eval: the held-out
+// rows), from the statistics (NormalEquations::r2).
 Mapper fit_mapper(const CalibrationSet& set, const MapperOptions& options);
-Mapper fit_mapper(const CalibrationSet& set, const MapperOptions& options,
-                  const std::vector<size_t>& fit_blocks);
 
 }  // namespace ember::map

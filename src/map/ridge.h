@@ -37,10 +37,16 @@ struct LinearMap {
 };
 
 // Sufficient statistics of one least-squares problem, accumulated in f64:
-//   G (d_in+1, d_in+1) = Xa^T Xa and C (d_in+1, d_out) = Xa^T Y, with Xa = [X | 1].
-// The last row/column (the ones column) is used only by affine fits.
+//   G (d_in+1, d_in+1) = Xa^T Xa (symmetric: only its upper triangle is kept, packed row by
+//   row), C (d_in+1, d_out) = Xa^T Y with Xa = [X | 1], and yy (d_out) = the column sums of
+//   Y*Y. The last row/column of G (the ones column) is used only by affine fits; C's last row
+//   is the column sums of Y and G's last entry the row count, which, with yy, is what R² needs.
+// Memory is O(d^2) whatever the number of rows. Every entry receives its products in row
+// order, one addition at a time (no reassociation, no FMA), so the bits depend only on the rows
+// and their order: add() over a block of rows equals add() row by row, on every SIMD path.
 class NormalEquations {
  public:
+  NormalEquations() = default;
   NormalEquations(int d_in, int d_out);
   // x (n, d_in), y (n, d_out), row-major f32.
   void add(const float* x, const float* y, int64_t n);
@@ -50,12 +56,30 @@ class NormalEquations {
   // Solves the penalized problem. Error (naming `where`) if there are no rows, lambda <= 0 or
   // not finite, the anchor is asked for with d_in != d_out, or the solve is not finite.
   LinearMap solve(const FitOptions& options, const std::string& where) const;
+  // Sum over the rows of ||x W + b - y||^2, from the statistics (a quadratic form in [W; b]):
+  // sum_j (w_j^T G w_j - 2 w_j^T c_j + yy_j), clamped at 0 against rounding.
+  double ss_res(const LinearMap& map) const;
+  // R^2 of `map` over the rows accumulated, as R2Accumulator defines it (SS_tot about the
+  // per-dimension mean), computed from the statistics; NaN with no rows or SS_tot == 0.
+  double r2(const LinearMap& map) const;
+
+  // The raw statistics (the calibration format's payload): G's packed upper triangle
+  // ((d_in+1)(d_in+2)/2 entries, row i holding columns i..d_in), C row-major, yy.
+  static size_t g_size(int d_in) { return size_t(d_in + 1) * size_t(d_in + 2) / 2; }
+  std::vector<double>& g() { return g_; }
+  std::vector<double>& c() { return c_; }
+  std::vector<double>& yy() { return yy_; }
+  const std::vector<double>& g() const { return g_; }
+  const std::vector<double>& c() const { return c_; }
+  const std::vector<double>& yy() const { return yy_; }
+  void set_rows(int64_t n) { rows_ = n; }
 
  private:
-  int d_in_, d_out_;
+  int d_in_ = 0, d_out_ = 0;
   int64_t rows_ = 0;
-  std::vector<double> g_;  // (d_in+1, d_in+1), upper triangle accumulated, mirrored on solve
-  std::vector<double> c_;  // (d_in+1, d_out)
+  std::vector<double> g_;   // packed upper triangle of (d_in+1, d_in+1)
+  std::vector<double> c_;   // (d_in+1, d_out)
+  std::vector<double> yy_;  // (d_out)
 };
 
 // R^2 = 1 - SS_res / SS_tot over all output dimensions together, where SS_tot is taken about

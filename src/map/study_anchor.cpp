@@ -17,6 +17,7 @@
 #include "model/rope.h"
 #include "util/error.h"
 #include "util/f16.h"
+#include "util/progress.h"
 
 namespace ember::map {
 
@@ -113,39 +114,51 @@ struct JointMaps {
   std::vector<LinearMap> k, v;  // [layer]; layers < s unused
 };
 
-JointMaps fit_joint(const CalibrationSet& set, int s, double lambda) {
-  const int L = set.target.n_layers, G = set.target.n_kv_heads, D = set.target.head_dim;
-  JointMaps jm;
-  jm.k.resize(size_t(L));
-  jm.v.resize(size_t(L));
-  FitOptions fo;
-  fo.lambda = lambda;
-  fo.affine = true;
-  std::vector<float> xs, ys;
-  for (int l = s; l < L; ++l) {
-    for (int part = 0; part < 2; ++part) {
-      NormalEquations ne(G * D, G * D);
-      for (const CalibBlock& b : set.blocks) {
-        if (b.part != SplitPart::calib) continue;
-        set.split.check_fit_prompt(b.prompt_hash, "study joint fit");
-        xs.assign(size_t(b.n_rows) * G * D, 0.f);
-        ys.assign(xs.size(), 0.f);
+// The joint statistics, fed prompt by prompt from collect_calibration's rows (calibration
+// prompts only: collect's gate has already checked them against the split).
+struct JointStats {
+  int s = 0, G = 0, D = 0;
+  std::vector<NormalEquations> k, v;  // [layer - s]
+  JointStats(int shared, int L, int g, int d) : s(shared), G(g), D(d) {
+    for (int l = shared; l < L; ++l) {
+      k.emplace_back(G * D, G * D);
+      v.emplace_back(G * D, G * D);
+    }
+  }
+  void add(const ModelRows& src, const ModelRows& tgt) {
+    const int n = src.n_rows;
+    std::vector<float> xs(size_t(n) * G * D), ys(xs.size());
+    for (size_t li = 0; li < k.size(); ++li) {
+      const int l = s + int(li);
+      for (int part = 0; part < 2; ++part) {
         for (int h = 0; h < G; ++h) {
-          const float* sx = part == 0 ? set.src_k(b, l, h) : set.src_v(b, l, h);
-          const float* ty = part == 0 ? set.tgt_k(b, l, h) : set.tgt_v(b, l, h);
-          for (int r = 0; r < b.n_rows; ++r)
+          const size_t at = (size_t(l) * G + h) * n * D;
+          const float* sx = (part == 0 ? src.k : src.v).data() + at;
+          const float* ty = (part == 0 ? tgt.k : tgt.v).data() + at;
+          for (int r = 0; r < n; ++r)
             for (int d = 0; d < D; ++d) {
               xs[(size_t(r) * G + h) * D + d] = sx[size_t(r) * D + d];
               ys[(size_t(r) * G + h) * D + d] = ty[size_t(r) * D + d];
             }
         }
-        ne.add(xs.data(), ys.data(), b.n_rows);
+        (part == 0 ? k : v)[li].add(xs.data(), ys.data(), n);
       }
-      (part == 0 ? jm.k : jm.v)[size_t(l)] = ne.solve(fo, "study joint fit");
     }
   }
-  return jm;
-}
+  JointMaps solve(int L, double lambda) const {
+    JointMaps jm;
+    jm.k.resize(size_t(L));
+    jm.v.resize(size_t(L));
+    FitOptions fo;
+    fo.lambda = lambda;
+    fo.affine = true;
+    for (size_t li = 0; li < k.size(); ++li) {
+      jm.k[size_t(s) + li] = k[li].solve(fo, "study joint fit");
+      jm.v[size_t(s) + li] = v[li].solve(fo, "study joint fit");
+    }
+    return jm;
+  }
+};
 
 // Target cache: layers < s reused, layers >= s mapped with the joint maps (same RoPE both sides).
 model::KvCache apply_joint(const JointMaps& jm, const model::ModelConfig& c, const model::KvCache& src, int s, int cap) {
@@ -225,23 +238,32 @@ AnchorStudyResult run_anchor_study(const AnchorStudyOptions& o) {
     std::vector<std::string> hashes;
     for (const auto& p : prompts) hashes.push_back(prompt_hash(p));
     const PromptSplit split = PromptSplit::make(hashes, o.fit_prompts, o.eval_prompts, seed);
+    JointStats joint_stats(s, tgt.config().n_layers, tgt.config().n_kv_heads, tgt.config().head_dim);
+    CollectOptions co;
+    co.residual = false;  // the study's anchors are a = s and a = L only
+    co.progress_label = "study seed " + std::to_string(seed) + " collect";
+    co.on_prompt = [&](const std::string&, SplitPart part, const ModelRows& sr, const ModelRows& tr) {
+      if (part == SplitPart::calib) joint_stats.add(sr, tr);
+    };
     const CalibrationSet calib = collect_calibration(src, src_model->identity(), tgt,
                                                      tgt_model->identity(), prompts, split,
-                                                     "study-random-ids", s);
+                                                     "study-random-ids", s, co);
     MapperOptions affine_o;
     affine_o.kind = MapperKind::affine;
     affine_o.lambda = o.lambda_affine;
+    affine_o.progress_label = "study seed " + std::to_string(seed) + " fit";
     MapperOptions anchor_o = affine_o;
     anchor_o.lambda = o.lambda_anchor;
     anchor_o.anchor_identity = true;
     const Mapper identity = identity_mapper(calib.source, calib.target, calib.tokenizer_identity, s);
     const Mapper affine = fit_mapper(calib, affine_o);
     const Mapper ridge_l2 = fit_mapper(calib, anchor_o);
-    const JointMaps joint = fit_joint(calib, s, o.lambda_affine);
+    const JointMaps joint = joint_stats.solve(L, o.lambda_affine);
 
     std::vector<MethodStats> stats(kAnchorMethodCount);
     std::map<std::string, const std::vector<int32_t>*> by_hash;
     for (const auto& p : prompts) by_hash[prompt_hash(p)] = &p;
+    Progress progress("study seed " + std::to_string(seed) + " eval", int64_t(split.eval.size()), "prompts");
     for (const std::string& h : split.eval) {
       const std::vector<int32_t>& p = *by_hash.at(h);
       const int P = int(p.size());
@@ -271,7 +293,9 @@ AnchorStudyResult run_anchor_study(const AnchorStudyOptions& o) {
         const LogitComparison cmp = compare_logits(outs[mi].data(), ref.data(), int(ref.size()));
         stats[size_t(mi)].add(cmp.same_argmax, cmp.rel_l2, cmp.kl);
       }
+      progress.step();
     }
+    progress.finish();
     for (int mi = 0; mi < kAnchorMethodCount; ++mi) res.overall[size_t(mi)].merge(stats[size_t(mi)]);
     res.per_seed.push_back(stats);
     res.seed_details.push_back(

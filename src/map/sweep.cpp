@@ -16,6 +16,7 @@
 #include "model/engine.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/progress.h"
 
 namespace ember::map {
 namespace {
@@ -87,13 +88,19 @@ SweepResult run_sweep(const SweepOptions& o) {
     prompts.push_back(std::move(ids));
   }
   const PromptSplit split = PromptSplit::make(hashes, o.n_calib, o.n_eval, o.seed);
+  if (o.kind != "affine" && o.kind != "ridge") fail_field(where, "kind", "affine or ridge", o.kind);
+  CollectOptions co;
+  co.threads = o.threads;
+  co.progress_label = "sweep collect";
   const CalibrationSet calib = collect_calibration(src, src_model->identity(), tgt, tgt_model->identity(),
-                                                   prompts, split, src_tok->identity(), s);
+                                                   prompts, split, src_tok->identity(), s, co);
   MapperOptions mo;
-  mo.kind = MapperKind::affine;
+  mo.kind = parse_mapper_kind(o.kind, where);
   mo.lambda = o.lambda;
-  mo.anchor_identity = src.config().head_dim == tgt.config().head_dim;
+  mo.anchor_identity = o.kind == "affine" && src.config().head_dim == tgt.config().head_dim;
   mo.residual_maps = true;
+  mo.threads = o.threads;
+  mo.progress_label = "sweep fit";
   const Mapper mapper = fit_mapper(calib, mo);
   const Mapper identity = identity_mapper(calib.source, calib.target, calib.tokenizer_identity, s);
 
@@ -119,7 +126,7 @@ SweepResult run_sweep(const SweepOptions& o) {
                     {"calibration_split_hash", split.hash()},
                     {"calib_prompts", o.n_calib},
                     {"eval_prompts", o.n_eval},
-                    {"mapper", {{"kind", "affine"}, {"anchor_identity", mo.anchor_identity},
+                    {"mapper", {{"kind", o.kind}, {"anchor_identity", mo.anchor_identity},
                                 {"lambda", o.lambda}, {"hash", mapper.hash()},
                                 {"mean_eval_r2_per_layer", r2}, {"residual_maps", rr}}},
                     {"engine", src.fingerprint()},
@@ -139,6 +146,7 @@ SweepResult run_sweep(const SweepOptions& o) {
   std::map<std::string, const std::vector<int32_t>*> by_hash;
   for (const auto& p : prompts) by_hash[prompt_hash(p)] = &p;
 
+  Progress progress("sweep eval", int64_t(split.eval.size()), "prompts");
   for (const std::string& h : split.eval) {
     const std::vector<int32_t>& p = *by_hash.at(h);
     const int P = int(p.size());
@@ -206,7 +214,9 @@ SweepResult run_sweep(const SweepOptions& o) {
       row.greedy_prefix_agreement += double(match) / o.greedy_steps;
       row.greedy_exact += match == o.greedy_steps;
     }
+    progress.step();
   }
+  progress.finish();
   SweepRow& full = rows.back();
   full.config = "full-prefill";
   full.comparisons = full.agree = full.bit_identical = full.greedy_exact = int64_t(split.eval.size());
@@ -228,10 +238,13 @@ nlohmann::json SweepResult::to_json() const {
   nlohmann::json j;
   j["study"] = "sweep";
   j["label"] = label;
+  j["kind"] = options.kind;  // the mapper family fitted: affine (L2 anchor toward identity) or ridge
   j["note"] = label == "quantization-boundary"
                   ? "source and target are one model at two weight precisions: a quantization-boundary "
                     "study, not a cross-model result"
-                  : "source and target are different models sharing a tokenizer";
+                  : label == "same-base"
+                        ? "source and target are different models sharing a base (lower layers byte for byte) and a tokenizer"
+                        : "source and target are different models sharing a tokenizer";
   j["protocol"] = {{"decode", "the last prompt token, then greedy"},
                    {"greedy_steps", options.greedy_steps},
                    {"ttft", "handoff + first decode (source prefill not counted), min of " +
@@ -256,7 +269,7 @@ nlohmann::json SweepResult::to_json() const {
 }
 
 std::string SweepResult::table() const {
-  std::string out = "sweep (" + label + "): s = " + std::to_string(provenance.value("shared_layers", 0)) +
+  std::string out = "sweep (" + label + ", " + options.kind + " maps): s = " + std::to_string(provenance.value("shared_layers", 0)) +
                     " shared layers\n";
   char line[320];
   std::snprintf(line, sizeof line, "%-16s %3s %10s %9s %14s %14s %11s %11s %11s %9s %10s %10s\n", "config",

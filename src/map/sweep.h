@@ -28,7 +28,10 @@ struct SweepOptions {
   std::string tokenizer_path;   // "" -> each GGUF's own tokenizer; else this tokenizer.json for both
   int n_calib = 320, n_eval = 80;
   uint64_t seed = 1;
-  double lambda = 1.0;          // affine maps with the L2 anchor toward the identity
+  double lambda = 1.0;          // the one penalty of the fit
+  // "affine": affine maps with the L2 anchor toward the identity (when head dims match);
+  // "ridge": plain ridge (no bias, penalty toward 0), the ridge pilot of seed 000.
+  std::string kind = "affine";
   int greedy_steps = 16;
   int timing_repeats = 3;       // TTFT per prompt and configuration: the minimum of these
   int threads = 1;

@@ -131,14 +131,18 @@ std::string SweepResult::html() const {
        escape(label == "quantization-boundary"
                   ? "source and target are the same model at two weight precisions; this is a quantization-boundary "
                     "study, not a cross-model result."
-                  : "source and target are different models that share a tokenizer.") +
+                  : label == "same-base"
+                        ? "source and target are different models that share a base (lower layers byte for byte) "
+                          "and a tokenizer."
+                        : "source and target are different models that share a tokenizer.") +
        "</p>\n";
   h += "<p>source: <code>" + escape(provenance["source"].value("path", "")) + "</code> (<code>" +
        escape(provenance["source"].value("identity", "").substr(0, 16)) + "&hellip;</code>), target: <code>" +
        escape(provenance["target"].value("path", "")) + "</code> (<code>" +
        escape(provenance["target"].value("identity", "").substr(0, 16)) + "&hellip;</code>), shared layers s = " +
        std::to_string(s) + ", L = " + std::to_string(L) + ", evaluation prompts: " +
-       std::to_string(provenance.value("eval_prompts", 0)) + ", mapper <code>" +
+       std::to_string(provenance.value("eval_prompts", 0)) + ", " +
+       escape(provenance["mapper"].value("kind", "")) + " mapper <code>" +
        escape(provenance["mapper"].value("hash", "").substr(0, 16)) + "&hellip;</code></p>\n";
 
   // 4-5: the trade-off, one labelled point per configuration.

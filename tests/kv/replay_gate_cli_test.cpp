@@ -8,12 +8,14 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "kv/kv_test_util.h"
 #include "kv/snapshot.h"
 #include "support/cli_run.h"
 #include "support/test_support.h"
+#include "util/sha256.h"
 #include "util/simd.h"
 
 namespace ember::test {
@@ -57,6 +59,36 @@ TEST(ReplayGateCli, RealModelEnglishAndArabic) {
   expect_gate_passes(f32, kEnglish, 12, "--threads 1 --export-threads 2");
   expect_gate_passes(shared_path("models/stories260K-Q8_0.gguf"), kArabic, 8, "--threads 2 --replay-threads 1");
   expect_gate_passes(shared_path("models/stories260K-Q4_K_M.gguf"), kEnglish, 6);
+}
+
+// --messages as run and kv export take it: the conversation through the chat template (here
+// Qwen3's, from its tokenizer_config.json), forwarded with its render options to both
+// processes; the receipt hashes the rendered prompt.
+TEST(ReplayGateCli, MessagesThroughTheChatTemplate) {
+  const std::string dir = temp_dir("gate_messages");
+  const std::string conv = dir + "/conv.json";
+  {
+    std::ofstream f(conv);
+    f << R"([{"role": "user", "content": "Once upon a time"}])";
+  }
+  const std::string cfg = shared_path("tokenizer/qwen3/tokenizer_config.json");
+  std::string log;
+  const int rc = run_command(ember_binary() + " kv validate-replay --model " + shared_path("models/stories260K.gguf") +
+                                 " --messages " + q(conv) + " --tokenizer-config " + q(cfg) +
+                                 " --add-generation-prompt -n 4 --threads 1 --out " + dir + "/gate",
+                             &log);
+  EXPECT_EQ(rc, 0) << log;
+  std::string rendered;
+  ASSERT_EQ(run_command(ember_binary() + " template render --tokenizer-config " + q(cfg) + " --messages " + q(conv) +
+                            " --add-generation-prompt",
+                        &rendered),
+            0);
+  const auto receipt = nlohmann::json::parse(slurp(dir + "/gate/receipt.json"));
+  EXPECT_EQ(receipt["result"], "pass");
+  EXPECT_EQ(receipt["prompt_sha256"], sha256_hex(rendered));
+  EXPECT_NE(run_command(ember_binary() + " kv validate-replay --model m --messages c --prompt p -n 2 --out " + dir + "/x",
+                        &log),
+            0);
 }
 
 TEST(ReplayGateCli, SyntheticArchitecturesAndKQuants) {

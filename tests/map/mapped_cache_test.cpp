@@ -60,9 +60,11 @@ TEST(MappedCache, IdentityMapOntoItsOwnModelReplaysTheNativeContinuation) {
   std::string out;
   const std::string bin = test::ember_binary();
   const std::string base = models() + "/stories260K.gguf";
-  ASSERT_EQ(test::run_command(bin + " map collect --source " + base + " --target " + base + " --prompts " +
-                                  models() + "/prompts-stories-kjv.txt --split 24:8 --seed 3 --output " + dir + "/calib",
+  ASSERT_EQ(test::run_command("EMBER_PROGRESS=1 " + bin + " map collect --source " + base + " --target " + base +
+                                  " --prompts " + models() + "/prompts-stories-kjv.txt --split 24:8 --seed 3 --output " +
+                                  dir + "/calib",
                               &out), 0) << out;
+  EXPECT_NE(out.find("collect  32/32 prompts"), std::string::npos) << out;  // the status line, forced on
   ASSERT_EQ(test::run_command(bin + " map fit --calibration " + dir + "/calib --kind identity --relation quantization-boundary --output " + dir + "/id", &out), 0) << out;
   ASSERT_EQ(test::run_command(bin + " map fit --calibration " + dir + "/calib --kind ridge --lambda 1e-6 --relation quantization-boundary --output " + dir + "/ridge", &out), 0) << out;
   // Ridge fitted source = target: W ~ I and R² ~ 1 on held-out prompts, every layer and head.

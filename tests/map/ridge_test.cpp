@@ -8,6 +8,7 @@
 #include "map/ridge.h"
 #include "map/split.h"
 #include "util/error.h"
+#include "util/simd.h"
 
 namespace ember::map {
 namespace {
@@ -130,6 +131,39 @@ TEST(Ridge, DeterministicBits) {
   ASSERT_EQ(ma.w.size(), mb.w.size());
   EXPECT_EQ(std::memcmp(ma.w.data(), mb.w.data(), ma.w.size() * sizeof(double)), 0);
   EXPECT_EQ(std::memcmp(ma.b.data(), mb.b.data(), ma.b.size() * sizeof(double)), 0);
+}
+
+// The blocked accumulation kernel (32-row chunks, 4 rows per pass) gives every entry of G, C
+// and yy its products in row order: a block of 75 rows equals 75 one-row adds bit for bit
+// (remainder paths included), and so does every SIMD path; the statistics' own entries are
+// what they name (G's ones entry = rows, C's ones row = column sums, yy = column sums of y*y).
+TEST(Ridge, BlockedAccumulationEqualsRowByRowOnEverySimdPath) {
+  Rng rng(11);
+  const int n = 75, di = 9, dout = 6;
+  const auto x = random_rows(rng, n, di), y = random_rows(rng, n, dout);
+  set_simd_override(SimdLevel::scalar);
+  NormalEquations rows(di, dout);
+  for (int r = 0; r < n; ++r) rows.add(x.data() + size_t(r) * di, y.data() + size_t(r) * dout, 1);
+  for (SimdLevel level : supported_simd_levels()) {
+    set_simd_override(level);
+    NormalEquations block(di, dout);
+    block.add(x.data(), y.data(), n);
+    EXPECT_EQ(block.g(), rows.g()) << simd_name(level);
+    EXPECT_EQ(block.c(), rows.c()) << simd_name(level);
+    EXPECT_EQ(block.yy(), rows.yy()) << simd_name(level);
+  }
+  set_simd_override(detect_simd());
+  EXPECT_EQ(rows.g().size(), NormalEquations::g_size(di));
+  EXPECT_EQ(rows.g().back(), double(n));
+  double sum = 0, sq = 0, g00 = 0;
+  for (int r = 0; r < n; ++r) {
+    sum += y[size_t(r) * dout + 2];
+    sq += double(y[size_t(r) * dout + 2]) * y[size_t(r) * dout + 2];
+    g00 += double(x[size_t(r) * di]) * x[size_t(r) * di];
+  }
+  EXPECT_EQ(rows.c()[size_t(di) * dout + 2], sum);
+  EXPECT_EQ(rows.yy()[2], sq);
+  EXPECT_EQ(rows.g()[0], g00);
 }
 
 TEST(Ridge, Refusals) {

@@ -10,6 +10,7 @@
 #include "map/sweep.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
+#include "util/error.h"
 
 namespace ember::map {
 namespace {
@@ -67,6 +68,49 @@ TEST(Sweep, BaseToKjvAtReducedSize) {
     EXPECT_NE(html.find(label, tradeoff), std::string::npos) << label;
   EXPECT_NE(html.find("TTFT / full target prefill (source prefill not counted)"), std::string::npos);
   EXPECT_NE(r.table().find("exact-hybrid"), std::string::npos);
+}
+
+// --kind ridge: plain ridge maps (no bias, penalty toward 0; the ridge pilot of seed 000),
+// recorded as such; --label same-base is carried into the report.
+TEST(Sweep, PlainRidgeKindAndSameBaseLabelAreRecorded) {
+  SweepOptions o = small("stories260K-kjv-top.gguf");
+  o.kind = "ridge";
+  o.label = "same-base";
+  const SweepResult r = run_sweep(o);
+  const nlohmann::json j = r.to_json();
+  EXPECT_EQ(j["kind"], "ridge");
+  EXPECT_EQ(j["label"], "same-base");
+  EXPECT_NE(j["note"].get<std::string>().find("sharing a base"), std::string::npos);
+  EXPECT_EQ(j["provenance"]["mapper"]["kind"], "ridge");
+  EXPECT_FALSE(j["provenance"]["mapper"]["anchor_identity"].get<bool>());
+  EXPECT_EQ(j["rows"][1]["bit_identical"].get<int>(), 4);  // the exact hybrid needs no map
+  EXPECT_NE(r.table().find("ridge maps"), std::string::npos);
+  EXPECT_NE(r.html().find("ridge mapper"), std::string::npos);
+  const SweepResult affine = run_sweep(small("stories260K-kjv-top.gguf"));
+  EXPECT_EQ(affine.to_json()["kind"], "affine");
+  EXPECT_NE(affine.provenance["mapper"]["hash"], r.provenance["mapper"]["hash"]);
+  EXPECT_NE(affine.rows[4].mean_rel_err, r.rows[4].mean_rel_err);  // pure mapping differs
+  o.kind = "neural";
+  EXPECT_THROW(run_sweep(o), Error);
+}
+
+// The CLI takes --kind and every relation label, and shows progress when asked to
+// (EMBER_PROGRESS=1: the status lines of collect, fit and eval on stderr).
+TEST(Sweep, CliKindLabelAndProgress) {
+  const std::string dir = test::temp_dir("sweep_cli");
+  std::string out;
+  const std::string cmd = "EMBER_PROGRESS=1 " + test::ember_binary() + " study sweep --source " +
+                          test::shared_path("models/stories260K.gguf") + " --target " +
+                          test::shared_path("models/stories260K-kjv-top.gguf") + " --prompts " +
+                          test::shared_path("models/prompts-stories-kjv.txt") +
+                          " --split 12:2 --greedy-steps 2 --repeats 1 --kind ridge --label same-base --json " + dir +
+                          "/s.json";
+  ASSERT_EQ(test::run_command(cmd, &out), 0) << out;
+  EXPECT_NE(out.find("sweep (same-base, ridge maps)"), std::string::npos) << out;
+  for (const char* line : {"sweep collect", "sweep fit", "sweep eval"}) EXPECT_NE(out.find(line), std::string::npos) << line;
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/s.json"))["kind"], "ridge");
+  EXPECT_NE(test::run_command(test::ember_binary() + " study sweep --source x --target y --prompts z --kind neural",
+                              &out), 0);
 }
 
 TEST(Sweep, F32ToQ8IsLabelledAQuantizationBoundary) {
