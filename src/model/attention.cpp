@@ -31,9 +31,16 @@ void Engine::Impl::project(int layer, const float* x, int n, int pos0, KvCache& 
   float* q_ = grow(q, size_t(n) * qd);
   float* k_ = grow(k, size_t(n) * kd);
   float* v_ = grow(v, size_t(n) * kd);
-  if (with_q) ops::matmul(L.wq, xn_, n, q_, pool);
-  ops::matmul(L.wk, xn_, n, k_, pool);
-  ops::matmul(L.wv, xn_, n, v_, pool);
+  // K, V (and Q) share their input: quantized once, one parallel section.
+  if (with_q) {
+    const ops::WeightMatrix ws[3] = {L.wq, L.wk, L.wv};
+    float* const ys[3] = {q_, k_, v_};
+    ops::matmul_shared(ws, xn_, n, ys, pool);
+  } else {
+    const ops::WeightMatrix ws[2] = {L.wk, L.wv};
+    float* const ys[2] = {k_, v_};
+    ops::matmul_shared(ws, xn_, n, ys, pool);
+  }
   if (cfg.qkv_bias) {
     if (with_q) add_bias(q_, L.bq, n);
     add_bias(k_, L.bk, n);
