@@ -135,6 +135,35 @@ TEST(Matmul, EveryPathMatchesScalarBitForBit) {
   }
 }
 
+// Prefill tiles, their remainders and the token chunks (the kernels walk a few hundred KB
+// of activations at a time: at k = 4864 a chunk is 20-80 tokens, depending on the type):
+// every token count from 2 to 13 (each tile remainder of every path), and 150 tokens
+// (several chunks, with a remainder), for row counts that leave row-block remainders, on
+// every path and 1/2/3 threads, bit for bit against the scalar reference.
+TEST(Matmul, TilesRemaindersAndTokenChunksMatchScalar) {
+  std::mt19937 rng(19);
+  const int64_t k = 4864;
+  for (TensorType type : kAllTypes) {
+    const int64_t m = 11;
+    const auto w = random_weights(type, m, k, rng);
+    const ops::WeightMatrix W{type, w.data(), m, k};
+    const auto x = random_acts(150, k, rng);
+    const auto ref = run(W, x, 150, 1, SimdLevel::scalar);
+    for (SimdLevel level : test::simd_levels_under_test()) {
+      for (int threads : {1, 2, 3}) {
+        const auto y = run(W, x, 150, threads, level);
+        ASSERT_EQ(0, std::memcmp(ref.data(), y.data(), ref.size() * 4))
+            << describe(type, m, k, 150, threads, level);
+      }
+      for (int64_t n = 2; n <= 13; ++n) {
+        const auto y = run(W, x, n, 2, level);  // the first n tokens: a prefix of ref
+        ASSERT_EQ(0, std::memcmp(ref.data(), y.data(), size_t(n * m) * 4))
+            << describe(type, m, k, n, 2, level);
+      }
+    }
+  }
+}
+
 // Prefill of n tokens and n decodes of one token give the same bits (contract (b)).
 TEST(Matmul, BatchedEqualsOneTokenAtATime) {
   std::mt19937 rng(11);
