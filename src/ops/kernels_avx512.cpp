@@ -547,7 +547,7 @@ template <TensorType TY>
 struct KQuantK {
   static constexpr TensorType kType = TY;
   static constexpr bool kQ6 = TY == TensorType::Q6_K;
-  static constexpr int kR = 2, kT = 4;
+  static constexpr int kR = kQ6 ? 2 : 1, kT = kQ6 ? 4 : 8;  // bench_matmul, Zen 4: Q4_K +8 % at 1 x 8
   static constexpr int64_t kActBytes = 1;
 
   template <int R, int T>
