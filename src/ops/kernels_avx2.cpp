@@ -253,6 +253,8 @@ inline __m256i codes32(const uint8_t* row, int64_t b, float* d, float* m) {
     if constexpr (L::kHigh) {
       uint32_t qh;
       std::memcpy(&qh, p + L::kQh, 4);
+      if constexpr (L::kOffset == 16)  // Q5_0: (lo | 16 h) - 16 is lo where h, lo - 16 elsewhere
+        return _mm256_sub_epi8(q, _mm256_andnot_si256(bits_to_bytes(qh), _mm256_set1_epi8(16)));
       q = _mm256_or_si256(q, _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
     }
     if constexpr (L::kOffset != 0) q = _mm256_sub_epi8(q, _mm256_set1_epi8(L::kOffset));

@@ -262,6 +262,8 @@ inline __m512i codes64(const uint8_t* row, int64_t b, float* d, float* m) {
       std::memcpy(&h0, p0 + L::kQh, 4);
       std::memcpy(&h1, p1 + L::kQh, 4);
       const __mmask64 hm = __mmask64(h0) | (__mmask64(h1) << 32);
+      if constexpr (L::kOffset == 16)  // Q5_0: (lo | 16 h) - 16 is lo where h, lo - 16 elsewhere
+        return _mm512_mask_sub_epi8(q, ~hm, q, _mm512_set1_epi8(16));
       q = _mm512_or_si512(q, _mm512_maskz_mov_epi8(hm, _mm512_set1_epi8(0x10)));
     }
     if constexpr (L::kOffset != 0) q = _mm512_sub_epi8(q, _mm512_set1_epi8(L::kOffset));
@@ -298,6 +300,8 @@ inline __m256i codes32(const uint8_t* row, int64_t b, float* d, float* m) {
     if constexpr (L::kHigh) {
       uint32_t h;
       std::memcpy(&h, p + L::kQh, 4);
+      if constexpr (L::kOffset == 16)  // Q5_0, as in codes64
+        return _mm256_mask_sub_epi8(q, __mmask32(~h), q, _mm256_set1_epi8(16));
       q = _mm256_or_si256(q, _mm256_maskz_mov_epi8(__mmask32(h), _mm256_set1_epi8(0x10)));
     }
     if constexpr (L::kOffset != 0) q = _mm256_sub_epi8(q, _mm256_set1_epi8(L::kOffset));
