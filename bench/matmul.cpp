@@ -26,6 +26,10 @@ int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
   const SimdLevel level = argc > 2 ? parse_simd(argv[2]) : active_simd();
   const int64_t n_pre = argc > 3 ? std::atoll(argv[3]) : 0;  // 0: the default n = 1 and n = 64
+  if (n_pre < 0 || n_pre > 65536) {
+    std::fprintf(stderr, "bench_matmul: n: expected 0..65536 tokens, found %s\n", argv[3]);
+    return 2;
+  }
   const std::string only = argc > 4 ? "," + std::string(argv[4]) + "," : "";
   // Qwen2.5-0.5B's ffn_up/gate shape; K quants need k % 256 == 0, so they (like that model's
   // real Q4_K tensors) are measured on the ffn_down shape, k = 4864, m = 896: same bytes.
