@@ -2,8 +2,12 @@
 //   n = 1 (decode): weight bytes read per second over the measured memory-read bandwidth;
 //   n = 64 (prefill): FLOP/s (2 m k n) over the measured peak FMA rate of the same path and
 //   thread count.
-// Usage: bench_matmul [threads=1] [simd=active]. The weights are replicated beyond the caches
-// for n = 1 so the decode figure measures memory, not L3.
+// Usage: bench_matmul [threads=1] [simd=active] [n [type,...]]. The weights are replicated
+// beyond the caches for n = 1 so the decode figure measures memory, not L3. With n given, only
+// the prefill figure at n tokens is measured (median of 7), for the listed types (default all):
+// `bench_matmul 1 avx512vnni 512 q8_0,q4_K` compares kernels without the decode set-up; at one
+// thread that figure is timed in process CPU time, which a loaded machine's neighbours steal
+// less of than wall time.
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -21,29 +25,40 @@ using namespace ember;
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
   const SimdLevel level = argc > 2 ? parse_simd(argv[2]) : active_simd();
+  const int64_t n_pre = argc > 3 ? std::atoll(argv[3]) : 0;  // 0: the default n = 1 and n = 64
+  if (n_pre < 0 || n_pre > 65536) {
+    std::fprintf(stderr, "bench_matmul: n: expected 0..65536 tokens, found %s\n", argv[3]);
+    return 2;
+  }
+  const std::string only = argc > 4 ? "," + std::string(argv[4]) + "," : "";
   // Qwen2.5-0.5B's ffn_up/gate shape; K quants need k % 256 == 0, so they (like that model's
   // real Q4_K tensors) are measured on the ffn_down shape, k = 4864, m = 896: same bytes.
   const int64_t k0 = 896, m0 = 4864;
   ThreadPool pool(threads);
   std::printf("matmul bench: k=%lld m=%lld (K quants: k=%lld m=%lld) threads=%d simd=%s\n",
               (long long)k0, (long long)m0, (long long)m0, (long long)k0, threads, simd_name(level));
-  const double bw = bench::read_bandwidth(pool);
+  const int64_t n = n_pre > 0 ? n_pre : 64;
+  const double bw = n_pre > 0 ? 0.0 : bench::read_bandwidth(pool);
   const double peak = bench::fma_peak(pool, level == SimdLevel::scalar ? SimdLevel::avx2 : level);
-  std::printf("limits: read bandwidth %.2f GB/s, FMA peak %.1f GFLOP/s (%s)\n", bw / 1e9,
-              peak / 1e9, level >= SimdLevel::avx512 ? "zmm" : "ymm");
+  const double ipeak = bench::int8_mac_peak(pool, level == SimdLevel::scalar ? SimdLevel::avx2 : level);
+  std::printf("limits: read bandwidth %.2f GB/s, FMA peak %.1f GFLOP/s (%s), int8 MAC peak %.1f GOP/s\n",
+              bw / 1e9, peak / 1e9, level >= SimdLevel::avx512 ? "zmm" : "ymm", ipeak / 1e9);
 
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 0.05f);
   std::vector<float> wf(size_t(m0 * k0));
   for (auto& v : wf) v = nd(rng);
-  std::vector<float> x(size_t(64 * m0));
+  std::vector<float> x(size_t(n * m0));
   for (auto& v : x) v = nd(rng) * 20;
 
-  std::printf("%-6s %12s %10s %14s %10s\n", "type", "n=1 GB/s", "/bw", "n=64 GFLOP/s", "/peak");
+  std::printf("%-6s %12s %10s %11s%-5lld %10s\n", "type", "n=1 GB/s", "/bw", "GFLOP/s n=", (long long)n,
+              "/peak");
   for (gguf::TensorType type : {gguf::TensorType::F32, gguf::TensorType::F16, gguf::TensorType::BF16,
                                 gguf::TensorType::Q8_0, gguf::TensorType::Q4_0, gguf::TensorType::Q4_1,
                                 gguf::TensorType::Q5_0, gguf::TensorType::Q5_1, gguf::TensorType::Q4_K,
                                 gguf::TensorType::Q5_K, gguf::TensorType::Q6_K}) {
+    if (!only.empty() && only.find("," + gguf::type_name(uint32_t(type)) + ",") == std::string::npos)
+      continue;
     const bool kq = gguf::traits(type).block_elems == 256;
     const int64_t k = kq ? m0 : k0, m = kq ? k0 : m0;
     const uint64_t rb = gguf::row_bytes(type, uint64_t(k));
@@ -68,22 +83,30 @@ int main(int argc, char** argv) {
       }
       (void)be;
     }
-    // Decode: rotate through enough copies to exceed the caches (>= 256 MiB).
-    const size_t copies = std::max<size_t>(1, (size_t(256) << 20) / w.size() + 1);
-    std::vector<uint8_t> big(w.size() * copies);
-    for (size_t c = 0; c < copies; ++c) std::memcpy(big.data() + c * w.size(), w.data(), w.size());
-    std::vector<float> y(size_t(64 * m));
-    size_t c = 0;
-    const int reps1 = int(copies) * 2;
-    const double t1 = bench::median_time(reps1, [&] {
-      ops::WeightMatrix W{type, big.data() + (c++ % copies) * w.size(), m, k};
-      ops::matmul(W, x.data(), 1, y.data(), pool, level);
-    });
+    std::vector<float> y(size_t(n * m));
+    double gbs = 0;
+    if (n_pre == 0) {
+      // Decode: rotate through enough copies to exceed the caches (>= 256 MiB).
+      const size_t copies = std::max<size_t>(1, (size_t(256) << 20) / w.size() + 1);
+      std::vector<uint8_t> big(w.size() * copies);
+      for (size_t c = 0; c < copies; ++c) std::memcpy(big.data() + c * w.size(), w.data(), w.size());
+      size_t c = 0;
+      const int reps1 = int(copies) * 2;
+      const double t1 = bench::median_time(reps1, [&] {
+        ops::WeightMatrix W{type, big.data() + (c++ % copies) * w.size(), m, k};
+        ops::matmul(W, x.data(), 1, y.data(), pool, level);
+      });
+      gbs = double(w.size()) / t1;
+    }
     ops::WeightMatrix W{type, w.data(), m, k};
-    const double t64 = bench::median_time(level == SimdLevel::scalar ? 1 : 5, [&] { ops::matmul(W, x.data(), 64, y.data(), pool, level); });
-    const double gbs = double(w.size()) / t1, flops = 2.0 * double(m) * double(k) * 64 / t64;
-    std::printf("%-6s %12.2f %10.3f %14.1f %10.3f\n", gguf::type_name(uint32_t(type)).c_str(),
-                gbs / 1e9, gbs / bw, flops / 1e9, flops / peak);
+    const double tn = bench::median_time(level == SimdLevel::scalar ? 1 : (n_pre > 0 ? 7 : 5),
+                                         [&] { ops::matmul(W, x.data(), n, y.data(), pool, level); },
+                                         n_pre > 0 && threads == 1 ? bench::cpu_now_s : bench::now_s);
+    const double flops = 2.0 * double(m) * double(k) * double(n) / tn;
+    const bool quant = gguf::traits(type).block_elems > 1;
+    std::printf("%-6s %12.2f %10.3f %16.1f %10.3f%s\n", gguf::type_name(uint32_t(type)).c_str(),
+                gbs / 1e9, bw > 0 ? gbs / bw : 0.0, flops / 1e9, flops / (quant ? ipeak : peak),
+                quant ? " (int8)" : "");
   }
   return 0;
 }

@@ -31,9 +31,16 @@ void Engine::Impl::project(int layer, const float* x, int n, int pos0, KvCache& 
   float* q_ = grow(q, size_t(n) * qd);
   float* k_ = grow(k, size_t(n) * kd);
   float* v_ = grow(v, size_t(n) * kd);
-  if (with_q) ops::matmul(L.wq, xn_, n, q_, pool);
-  ops::matmul(L.wk, xn_, n, k_, pool);
-  ops::matmul(L.wv, xn_, n, v_, pool);
+  // K, V (and Q) share their input: quantized once, one parallel section.
+  if (with_q) {
+    const ops::WeightMatrix ws[3] = {L.wq, L.wk, L.wv};
+    float* const ys[3] = {q_, k_, v_};
+    ops::matmul_shared(ws, xn_, n, ys, pool);
+  } else {
+    const ops::WeightMatrix ws[2] = {L.wk, L.wv};
+    float* const ys[2] = {k_, v_};
+    ops::matmul_shared(ws, xn_, n, ys, pool);
+  }
   if (cfg.qkv_bias) {
     if (with_q) add_bias(q_, L.bq, n);
     add_bias(k_, L.bk, n);
@@ -80,6 +87,8 @@ void Engine::Impl::project(int layer, const float* x, int n, int pos0, KvCache& 
 namespace {
 constexpr int kKeyBlock = 64;    // keys converted at a time
 constexpr int kQueryTile = 16;   // query tokens per task
+// Queries a task needs before transposing its key blocks pays (decode tasks have 1-7).
+constexpr int kTransposeQueries = 8;
 }  // namespace
 
 void Engine::Impl::attend(int layer, int n, int pos0, const KvCache& cache) {
@@ -98,7 +107,7 @@ void Engine::Impl::attend(int layer, int n, int pos0, const KvCache& cache) {
   const int heads_per_task = (group + head_parts - 1) / head_parts;
   head_parts = (group + heads_per_task - 1) / heads_per_task;
   pool.parallel_for(int64_t(G) * tiles * head_parts, [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> scores, qf, kvf;
+    thread_local std::vector<float> scores, qf, kvf, kt;
     thread_local std::vector<uint16_t> half;
     for (int64_t task = b; task < e; ++task) {
       const int g = int(task / (int64_t(tiles) * head_parts));
@@ -122,11 +131,18 @@ void Engine::Impl::attend(int layer, int n, int pos0, const KvCache& cache) {
           ops::f32_to_f16_row(q_ + size_t(t) * qd + size_t(h) * D, half.data(), D);
           ops::f16_to_f32_row(half.data(), dst, D);
         }
-      // Pass 1: scores, one key block at a time.
+      // Pass 1: scores, one key block at a time. With enough queries to share it, the block
+      // is transposed (kt[d][key]) so the scores of 8 keys come out of one vector chain per
+      // canonical lane (ops::dot_f32_keys, the same bits as dot_f32 per key).
+      const bool transposed = nq >= kTransposeQueries;
+      if (transposed && kt.size() < size_t(kKeyBlock) * D) kt.resize(size_t(kKeyBlock) * D);
       for (int j0 = 0; j0 < P; j0 += kKeyBlock) {
         const int j1 = std::min(P, j0 + kKeyBlock);
         for (int j = j0; j < j1; ++j)
           ops::f16_to_f32_row(cache.k_row(layer, g, j), kvf.data() + size_t(j - j0) * D, D);
+        if (transposed)
+          for (int j = 0; j < j1 - j0; ++j)
+            for (int d = 0; d < D; ++d) kt[size_t(d) * kKeyBlock + j] = kvf[size_t(j) * D + d];
         for (int h = h0; h < h1; ++h)
           for (int t = t0; t < t1; ++t) {
             const int len = pos0 + t + 1;  // causal: positions [0, pos0 + t]
@@ -134,7 +150,11 @@ void Engine::Impl::attend(int layer, int n, int pos0, const KvCache& cache) {
             const size_t qi = size_t(h - h0) * nt + size_t(t - t0);
             const float* qh = qf.data() + qi * D;
             float* sc = scores.data() + qi * P;
-            if (jend > j0) ops::dot_f32_rows(qh, kvf.data(), jend - j0, D, scale, sc + j0);
+            if (jend <= j0) continue;
+            if (transposed)
+              ops::dot_f32_keys(qh, kt.data(), jend - j0, D, kKeyBlock, scale, sc + j0);
+            else
+              ops::dot_f32_rows(qh, kvf.data(), jend - j0, D, scale, sc + j0);
           }
       }
       // The softmax of each query over its whole row, the probabilities in f16 (like the

@@ -26,8 +26,9 @@ void Engine::Impl::finish_layer(int layer, int n, int pos0, float* x, const Forw
     ops::rmsnorm_row(x + size_t(t) * E, L.ffn_norm.data(), E, cfg.rms_eps, xn_ + size_t(t) * E);
   float* g_ = grow(gate, size_t(n) * F);
   float* u_ = grow(up, size_t(n) * F);
-  ops::matmul(L.w_gate, xn_, n, g_, pool);  // (F, E) @ (n, E) -> (n, F)
-  ops::matmul(L.w_up, xn_, n, u_, pool);
+  const ops::WeightMatrix gate_up[2] = {L.w_gate, L.w_up};  // (F, E) @ (n, E) -> (n, F)
+  float* const gu[2] = {g_, u_};
+  ops::matmul_shared(gate_up, xn_, n, gu, pool);
   ops::silu_mul_row(g_, u_, int64_t(n) * F, g_);
   ops::matmul(L.w_down, g_, n, o_, pool);   // (E, F) @ (n, F) -> (n, E)
   add_rows(x, o_, rows);

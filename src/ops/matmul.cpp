@@ -1,6 +1,6 @@
-// matmul and dot_f32 dispatch: validates the weight matrix, quantizes the activations once
-// per call (one implementation, shared by every SIMD path, so it cannot differ between
-// them), and splits weight rows across the pool.
+// matmul and dot_f32 dispatch: validates the weight matrices, quantizes the activations once
+// per call and format (one implementation, shared by every SIMD path, so it cannot differ
+// between them; rows split across the pool), and splits weight rows across the pool.
 #include "ops/matmul.h"
 
 #include <algorithm>
@@ -139,14 +139,75 @@ void quantize_q8_k_rows(const float* x, int64_t n, int64_t k, int8_t* q, float* 
     }
 }
 
-// Per-thread scratch for quantized activations, reused across calls (decode runs hundreds of
-// matmuls per token; this avoids an allocation each time).
+// How the activations of a call enter the kernels of one weight type.
+enum class ActFormat { f32, q8_0, q8_K };
+ActFormat act_format(TensorType t) {
+  if (t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16) return ActFormat::f32;
+  return uses_q8k(t) ? ActFormat::q8_K : ActFormat::q8_0;
+}
+
+// Scratch for quantized activations of one format, reused across calls (decode runs hundreds
+// of matmuls per token; this avoids an allocation each time). One per calling thread.
 struct Scratch {
   std::vector<int8_t> q;
   std::vector<float> d, d8;
   std::vector<int32_t> sum;
   std::vector<int16_t> bsums;
 };
+
+// Quantizes x (n, k) into s for format f and points a at it. The rows are split across the
+// pool (each row's quantization is the same scalar code whichever thread runs it).
+void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scratch& s,
+                          Activations& a, ThreadPool& pool) {
+  a.n = n;
+  a.k = k;
+  a.f32 = x;
+  if (f == ActFormat::f32) return;
+  const int64_t nb = k / (f == ActFormat::q8_K ? gguf::kQKK : gguf::kQK);
+  s.q.resize(size_t(n * k));
+  s.d.resize(size_t(n * nb));
+  a.q = s.q.data();
+  a.d = s.d.data();
+  if (f == ActFormat::q8_K) {
+    s.bsums.resize(size_t(n * (k / 16)));
+    a.bsums = s.bsums.data();
+  } else {
+    s.sum.resize(size_t(n * nb));
+    s.d8.resize(size_t(n * nb * 8));
+    a.sum = s.sum.data();
+    a.d8 = s.d8.data();
+  }
+  // Rows in chunks of at least 8 so a short call is not split into sections smaller than
+  // their hand-off.
+  constexpr int64_t kRows = 8;
+  pool.parallel_for((n + kRows - 1) / kRows, [&](int64_t c0, int64_t c1) {
+    const int64_t t0 = c0 * kRows, t1 = std::min(n, c1 * kRows), nt = t1 - t0;
+    if (f == ActFormat::q8_K) {
+      quantize_q8_k_rows(x + t0 * k, nt, k, s.q.data() + t0 * k, s.d.data() + t0 * nb,
+                         s.bsums.data() + t0 * (k / 16));
+    } else {
+      quantize_q8_0_rows(x + t0 * k, nt, k, s.q.data() + t0 * k, s.d.data() + t0 * nb,
+                         s.sum.data() + t0 * nb);
+      for (int64_t i = t0 * nb; i < t1 * nb; ++i)
+        for (int l = 0; l < 8; ++l) s.d8[size_t(8 * i + l)] = s.d[size_t(i)];
+    }
+  });
+}
+
+void check_matrix(const WeightMatrix& W, int64_t k) {
+  gguf::BlockGeometry g;
+  if (!gguf::block_geometry(W.type, &g))
+    fail_field("matmul", "weight type",
+               "one of f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K",
+               gguf::type_name(uint32_t(W.type)));
+  if (W.rows < 0 || W.cols <= 0 || W.cols % g.elems != 0)
+    fail_field("matmul", "weight shape", "rows >= 0 and cols a positive multiple of " +
+               std::to_string(g.elems) + " for " + gguf::type_name(uint32_t(W.type)),
+               std::to_string(W.rows) + " x " + std::to_string(W.cols));
+  if (W.cols != k)
+    fail_field("matmul", "weight shape", "cols " + std::to_string(k) +
+               " (the same input width for every matrix of one call)", std::to_string(W.cols));
+}
 
 }  // namespace
 
@@ -161,52 +222,54 @@ void matmul(const WeightMatrix& W, const float* x, int64_t n, float* y, ThreadPo
 
 void matmul(const WeightMatrix& W, const float* x, int64_t n, float* y, ThreadPool& pool,
             SimdLevel level) {
-  gguf::BlockGeometry g;
-  if (!gguf::block_geometry(W.type, &g))
-    fail_field("matmul", "weight type",
-               "one of f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K",
-               gguf::type_name(uint32_t(W.type)));
-  if (W.rows < 0 || W.cols <= 0 || W.cols % g.elems != 0)
-    fail_field("matmul", "weight shape", "rows >= 0 and cols a positive multiple of " +
-               std::to_string(g.elems) + " for " + gguf::type_name(uint32_t(W.type)),
-               std::to_string(W.rows) + " x " + std::to_string(W.cols));
-  if (n <= 0 || W.rows == 0) return;
-  const KernelTable& table = table_for(level);
-  const MatmulKernel kernel = kernel_for(table, W.type);
-  EMBER_CHECK(kernel != nullptr);
+  matmul_shared(std::span<const WeightMatrix>(&W, 1), x, n, std::span<float* const>(&y, 1),
+                pool, level);
+}
 
-  const int64_t k = W.cols;
-  Activations a;
-  a.n = n;
-  a.k = k;
-  a.f32 = x;
-  thread_local Scratch s;
-  if (g.elems > 1) {
-    const int64_t nb = k / g.elems;
-    s.q.resize(size_t(n * k));
-    s.d.resize(size_t(n * nb));
-    a.q = s.q.data();
-    a.d = s.d.data();
-    if (uses_q8k(W.type)) {
-      s.bsums.resize(size_t(n * (k / 16)));
-      quantize_q8_k_rows(x, n, k, s.q.data(), s.d.data(), s.bsums.data());
-      a.bsums = s.bsums.data();
-    } else {
-      s.sum.resize(size_t(n * nb));
-      quantize_q8_0_rows(x, n, k, s.q.data(), s.d.data(), s.sum.data());
-      a.sum = s.sum.data();
-      s.d8.resize(size_t(n * nb * 8));
-      for (int64_t i = 0; i < n * nb; ++i)
-        for (int l = 0; l < 8; ++l) s.d8[size_t(8 * i + l)] = s.d[size_t(i)];
-      a.d8 = s.d8.data();
-    }
-  }
-  // Rows go to threads in groups of 16 so the SIMD kernels' row blocking stays whole; which
-  // thread computes a row never changes its bits.
+void matmul_shared(std::span<const WeightMatrix> Ws, const float* x, int64_t n,
+                   std::span<float* const> ys, ThreadPool& pool) {
+  matmul_shared(Ws, x, n, ys, pool, active_simd());
+}
+
+void matmul_shared(std::span<const WeightMatrix> Ws, const float* x, int64_t n,
+                   std::span<float* const> ys, ThreadPool& pool, SimdLevel level) {
+  constexpr size_t kMax = 8;
+  EMBER_CHECK(Ws.size() == ys.size() && Ws.size() <= kMax);
+  if (Ws.empty()) return;
+  for (const WeightMatrix& W : Ws) check_matrix(W, Ws[0].cols);
+  if (n <= 0) return;
+  const KernelTable& table = table_for(level);
+  const int64_t k = Ws[0].cols;
+
+  // Each activation format the matrices need, quantized once.
+  thread_local Scratch scratch[3];
+  Activations acts[3];
+  bool have[3] = {false, false, false};
+  MatmulKernel kernels[kMax];
+  // Rows go to threads in groups of 16 so the SIMD kernels' row blocking stays whole; the
+  // groups of all matrices form one range, split in one parallel section. Which thread
+  // computes a row never changes its bits.
   constexpr int64_t kGroup = 16;
-  const int64_t m = W.rows, groups = (m + kGroup - 1) / kGroup;
-  pool.parallel_for(groups, [&](int64_t g0, int64_t g1) {
-    kernel(W, a, g0 * kGroup, std::min(m, g1 * kGroup), y);
+  int64_t first_group[kMax + 1];
+  first_group[0] = 0;
+  for (size_t i = 0; i < Ws.size(); ++i) {
+    kernels[i] = kernel_for(table, Ws[i].type);
+    EMBER_CHECK(kernels[i] != nullptr);
+    const int f = int(act_format(Ws[i].type));
+    if (!have[f]) {
+      quantize_activations(ActFormat(f), x, n, k, scratch[f], acts[f], pool);
+      have[f] = true;
+    }
+    first_group[i + 1] = first_group[i] + (Ws[i].rows + kGroup - 1) / kGroup;
+  }
+  pool.parallel_for(first_group[Ws.size()], [&](int64_t g0, int64_t g1) {
+    for (size_t i = 0; i < Ws.size(); ++i) {
+      const int64_t b = std::max(g0, first_group[i]), e = std::min(g1, first_group[i + 1]);
+      if (b >= e) continue;
+      const WeightMatrix& W = Ws[i];
+      kernels[i](W, acts[int(act_format(W.type))], (b - first_group[i]) * kGroup,
+                 std::min(W.rows, (e - first_group[i]) * kGroup), ys[i]);
+    }
   });
 }
 

@@ -15,6 +15,7 @@
 //   for Q4_K / Q5_K / Q6_K weights. Integer dot products per block are exact; the float
 //   combination order is fixed (docs/numerics.md, section "matmul").
 #include <cstdint>
+#include <span>
 
 #include "gguf/types.h"
 #include "util/simd.h"
@@ -42,5 +43,15 @@ void matmul(const WeightMatrix& W, const float* x, int64_t n, float* y, ThreadPo
 // The same on a given path (tests, benchmarks); level must be supported by the CPU.
 void matmul(const WeightMatrix& W, const float* x, int64_t n, float* y, ThreadPool& pool,
             SimdLevel level);
+
+// Several matrices of one input width k applied to the same x: ys[i] (n, Ws[i].rows) =
+// x @ Ws[i]^T (Q/K/V; gate/up). The bits of each ys[i] are those of matmul(Ws[i], x, ...);
+// the activations are quantized once per format instead of once per matrix, and all the
+// matrices' rows are split in one parallel section. At most 8 matrices; an error (naming
+// the shape) if their widths differ.
+void matmul_shared(std::span<const WeightMatrix> Ws, const float* x, int64_t n,
+                   std::span<float* const> ys, ThreadPool& pool);
+void matmul_shared(std::span<const WeightMatrix> Ws, const float* x, int64_t n,
+                   std::span<float* const> ys, ThreadPool& pool, SimdLevel level);
 
 }  // namespace ember::ops

@@ -1,6 +1,9 @@
 #include "ops/vec.h"
 
 #include <cmath>
+#include <vector>
+
+#include "ops/dot.h"
 
 #include "util/f16.h"
 #include "util/simd.h"
@@ -11,6 +14,8 @@ namespace detail {
 void axpy_f32_avx2(float a, const float* x, float* y, int64_t n);
 void axpy_rows_f32_avx2(const float* w, const float* x, int64_t rows, int64_t n, float* y);
 void f16_to_f32_row_avx2(const uint16_t* src, float* dst, int64_t n);
+void dot_f32_keys_avx2(const float* q, const float* kt, int64_t keys, int64_t n, int64_t ld,
+                       float scale, float* out);
 void f32_to_f16_row_avx2(const float* src, uint16_t* dst, int64_t n);
 }  // namespace detail
 
@@ -23,6 +28,18 @@ void axpy_rows_f32(const float* w, const float* x, int64_t rows, int64_t n, floa
   if (active_simd() != SimdLevel::scalar) return detail::axpy_rows_f32_avx2(w, x, rows, n, y);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < n; ++i) y[i] = std::fma(w[r], x[r * n + i], y[i]);
+}
+
+void dot_f32_keys(const float* q, const float* kt, int64_t keys, int64_t n, int64_t ld,
+                  float scale, float* out) {
+  if (active_simd() != SimdLevel::scalar)
+    return detail::dot_f32_keys_avx2(q, kt, keys, n, ld, scale, out);
+  // The reference: each key gathered into a row and handed to the scalar dot_f32.
+  std::vector<float> row(static_cast<size_t>(n));
+  for (int64_t c = 0; c < keys; ++c) {
+    for (int64_t j = 0; j < n; ++j) row[size_t(j)] = kt[j * ld + c];
+    out[c] = dot_f32(q, row.data(), n, SimdLevel::scalar) * scale;
+  }
 }
 
 void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n) {

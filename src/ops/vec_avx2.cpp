@@ -48,6 +48,43 @@ void axpy_rows_f32_avx2(const float* w, const float* x, int64_t rows, int64_t n,
   }
 }
 
+// 8 keys per ymm. The 16 canonical accumulators of every key are taken two at a time (lanes
+// l and l + 8, whose sum is the tree's first level), so 8 partial sums and 2 chains are live.
+void dot_f32_keys_avx2(const float* q, const float* kt, int64_t keys, int64_t n, int64_t ld,
+                       float scale, float* out) {
+  const __m256 vs = _mm256_set1_ps(scale);
+  for (int64_t c = 0; c < keys; c += 8) {
+    const int64_t nk = keys - c < 8 ? keys - c : 8;
+    const float* base = kt + c;
+    alignas(32) float tail[8];
+    auto load = [&](int64_t j) {
+      if (nk == 8) return _mm256_loadu_ps(base + j * ld);
+      for (int64_t i = 0; i < 8; ++i) tail[i] = i < nk ? base[j * ld + i] : 0.0f;
+      return _mm256_load_ps(tail);
+    };
+    __m256 s8[8];
+    for (int l = 0; l < 8; ++l) {
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+      for (int64_t j = l; j < n; j += 16) {
+        a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(q + j), load(j), a0);
+        if (j + 8 < n) a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(q + j + 8), load(j + 8), a1);
+      }
+      s8[l] = _mm256_add_ps(a0, a1);
+    }
+    const __m256 s4_0 = _mm256_add_ps(s8[0], s8[4]), s4_1 = _mm256_add_ps(s8[1], s8[5]),
+                 s4_2 = _mm256_add_ps(s8[2], s8[6]), s4_3 = _mm256_add_ps(s8[3], s8[7]);
+    const __m256 r = _mm256_mul_ps(
+        _mm256_add_ps(_mm256_add_ps(s4_0, s4_2), _mm256_add_ps(s4_1, s4_3)), vs);
+    if (nk == 8) {
+      _mm256_storeu_ps(out + c, r);
+    } else {
+      alignas(32) float o[8];
+      _mm256_store_ps(o, r);
+      for (int64_t i = 0; i < nk; ++i) out[c + i] = o[i];
+    }
+  }
+}
+
 void f16_to_f32_row_avx2(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)

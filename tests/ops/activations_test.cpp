@@ -158,7 +158,7 @@ TEST(Vec, TwinsAreBitIdentical) {
 
 // The row kernels attention uses over a block of keys give the bits of the one-row calls on
 // the same path (edge values included), and the paths agree with scalar on finite data.
-TEST(Vec, RowKernelsEqualTheirOneRowCalls) {
+TEST(Vec, RowKernelsEqualTheirOneRowCalls) {  // and dot_f32_keys
   SimdGuard guard;
   for (const bool edges : {true, false})
     for (const int64_t n : {int64_t(64), int64_t(128), int64_t(40), int64_t(7)}) {
@@ -191,6 +191,16 @@ TEST(Vec, RowKernelsEqualTheirOneRowCalls) {
         std::vector<float> y = y_in, s(static_cast<size_t>(rows));
         axpy_rows_f32(w.data(), x.data(), rows, n, y.data());
         dot_f32_rows(q.data(), x.data(), rows, n, 0.125f, s.data());
+        // The same keys transposed (element j of key c at kt[j * ld + c]), 8 per vector
+        // with a remainder of 5: the bits of the per-key dots.
+        const int64_t ld = rows + 3;
+        std::vector<float> kt(size_t(n * ld), 7.0f), sk(static_cast<size_t>(rows));
+        for (int64_t c = 0; c < rows; ++c)
+          for (int64_t j = 0; j < n; ++j) kt[size_t(j * ld + c)] = x[size_t(c * n + j)];
+        dot_f32_keys(q.data(), kt.data(), rows, n, ld, 0.125f, sk.data());
+        for (int64_t r = 0; r < rows; ++r)
+          ASSERT_EQ(bits(sk[size_t(r)]), bits(want_s[size_t(r)]))
+              << simd_name(level) << " n=" << n << " key " << r << " (transposed)";
         for (int64_t i = 0; i < n; ++i) {
           ASSERT_EQ(bits(y[size_t(i)]), bits(want_y[size_t(i)])) << simd_name(level) << " n=" << n;
           if (!edges) {

@@ -135,6 +135,35 @@ TEST(Matmul, EveryPathMatchesScalarBitForBit) {
   }
 }
 
+// Prefill tiles, their remainders and the token chunks (the kernels walk a few hundred KB
+// of activations at a time: at k = 4864 a chunk is 20-80 tokens, depending on the type):
+// every token count from 2 to 13 (each tile remainder of every path), and 150 tokens
+// (several chunks, with a remainder), for row counts that leave row-block remainders, on
+// every path and 1/2/3 threads, bit for bit against the scalar reference.
+TEST(Matmul, TilesRemaindersAndTokenChunksMatchScalar) {
+  std::mt19937 rng(19);
+  const int64_t k = 4864;
+  for (TensorType type : kAllTypes) {
+    const int64_t m = 11;
+    const auto w = random_weights(type, m, k, rng);
+    const ops::WeightMatrix W{type, w.data(), m, k};
+    const auto x = random_acts(150, k, rng);
+    const auto ref = run(W, x, 150, 1, SimdLevel::scalar);
+    for (SimdLevel level : test::simd_levels_under_test()) {
+      for (int threads : {1, 2, 3}) {
+        const auto y = run(W, x, 150, threads, level);
+        ASSERT_EQ(0, std::memcmp(ref.data(), y.data(), ref.size() * 4))
+            << describe(type, m, k, 150, threads, level);
+      }
+      for (int64_t n = 2; n <= 13; ++n) {
+        const auto y = run(W, x, n, 2, level);  // the first n tokens: a prefix of ref
+        ASSERT_EQ(0, std::memcmp(ref.data(), y.data(), size_t(n * m) * 4))
+            << describe(type, m, k, n, 2, level);
+      }
+    }
+  }
+}
+
 // Prefill of n tokens and n decodes of one token give the same bits (contract (b)).
 TEST(Matmul, BatchedEqualsOneTokenAtATime) {
   std::mt19937 rng(11);
@@ -223,6 +252,48 @@ TEST(Matmul, ExtremeCodesStayExact) {
                                            << simd_name(level);
     }
   }
+}
+
+// matmul_shared quantizes x once per activation format and splits every matrix's rows in one
+// parallel section: each output must still be the bits of its own matmul call, for matrices
+// of mixed types (float, 32-block and K-quant formats side by side), on every path and
+// thread count.
+TEST(Matmul, SharedInputGivesTheBitsOfSeparateCalls) {
+  std::mt19937 rng(17);
+  const int64_t k = 512;
+  const TensorType types[] = {TensorType::Q8_0, TensorType::Q4_K, TensorType::F16,
+                              TensorType::Q6_K, TensorType::Q4_0};
+  const int64_t rows[] = {37, 20, 5, 64, 1};
+  std::vector<std::vector<uint8_t>> w;
+  std::vector<ops::WeightMatrix> Ws;
+  for (int i = 0; i < 5; ++i) {
+    w.push_back(random_weights(types[i], rows[i], k, rng));
+    Ws.push_back({types[i], w.back().data(), rows[i], k});
+  }
+  for (int64_t n : {1, 9}) {
+    const auto x = random_acts(n, k, rng);
+    for (SimdLevel level : test::simd_levels_under_test())
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        std::vector<std::vector<float>> ys;
+        std::vector<float*> yp;
+        for (int i = 0; i < 5; ++i) ys.emplace_back(size_t(n * rows[i]), -1.0f);
+        for (auto& y : ys) yp.push_back(y.data());
+        ops::matmul_shared(Ws, x.data(), n, yp, pool, level);
+        for (int i = 0; i < 5; ++i) {
+          const auto one = run(Ws[size_t(i)], x, n, 1, SimdLevel::scalar);
+          ASSERT_EQ(0, std::memcmp(one.data(), ys[size_t(i)].data(), one.size() * 4))
+              << describe(types[i], rows[i], k, n, threads, level) << " (shared)";
+        }
+      }
+  }
+  // Widths must agree.
+  ThreadPool pool(1);
+  std::vector<uint8_t> w2 = random_weights(TensorType::Q8_0, 2, 256, rng);
+  const ops::WeightMatrix bad[2] = {Ws[0], {TensorType::Q8_0, w2.data(), 2, 256}};
+  std::vector<float> xz(static_cast<size_t>(k)), y0(37), y1(2);
+  float* const yb[2] = {y0.data(), y1.data()};
+  EXPECT_THROW(ops::matmul_shared(bad, xz.data(), 1, yb, pool), Error);
 }
 
 TEST(Matmul, RejectsUnsupportedTypeAndBadShape) {
