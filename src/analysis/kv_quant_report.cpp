@@ -54,7 +54,7 @@ std::string KvQuantStudy::html() const {
        std::to_string(skipped) + " too short; " + std::to_string(steps) +
        " next-token distributions per configuration (continuation " +
        std::to_string(options.continuation) + ", top-" + std::to_string(options.top_k) +
-       "). KL = KL(native || quantized) in nats; dNLL of the reference token; relative error "
+       ", rotation " + kv_rotation_name(options.rotation) + "). KL = KL(native || quantized) in nats; dNLL of the reference token; relative error "
        "of the prefix K/V.</p>\n";
   h += "<table><tr><th>type</th><th>part</th><th>KL mean</th><th>KL p99</th><th>KL max</th>"
        "<th>top-1 agreement</th><th>top-k overlap</th><th>dNLL</th><th>K rel. error</th>"
