@@ -164,6 +164,7 @@ std::string report_json(const CompareReport& r) {
                     {"tokenizer_identity", r.coords.tokenizer_identity},
                     {"representation", repr}};
   j["crossing"] = {{"crosses_models", r.crossing.crosses_models},
+                   {"crosses_engines", r.crossing.crosses_engines},
                    {"label", r.crossing.label},
                    {"statement", r.crossing.statement}};
   if (r.perturbation) {

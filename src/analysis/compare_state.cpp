@@ -87,11 +87,36 @@ void check_alignment(const ComparedState& left, const ComparedState& right) {
   }
 }
 
+std::string state_engine(const StateIdentity& s) {
+  if (s.kind != "foreign") return "ember";
+  for (const auto& [name, value] : s.provenance)
+    if (name == "foreign.engine") return value;
+  return "unknown";
+}
+
 Crossing classify_crossing(const StateIdentity& left, const StateIdentity& right) {
   Crossing c;
+  const std::string le = state_engine(left), re = state_engine(right);
+  if (le != re) {
+    // Two engines' arithmetic: the differences include each engine's rounding and kernels
+    // and, for a quantized foreign cache, its quantization, so this is never a same-model
+    // comparison even on one GGUF.
+    c.crosses_engines = true;
+    c.crosses_models = left.model_identity != right.model_identity;
+    c.label = "cross-engine";
+    c.statement = "This comparison crosses engines: LEFT computed by " + le + ", RIGHT by " + re +
+                  (c.crosses_models ? "; it also crosses models: LEFT model " +
+                                          short_id(left.model_identity) + ", RIGHT model " +
+                                          short_id(right.model_identity)
+                                    : "; same model (" + short_id(left.model_identity) +
+                                          "), so the differences are the two engines' arithmetic") +
+                  ".";
+    return c;
+  }
   if (left.model_identity == right.model_identity) {
     c.label = "same-model";
-    c.statement = "LEFT and RIGHT come from the same model (" + short_id(left.model_identity) + ").";
+    c.statement = "LEFT and RIGHT come from the same model (" + short_id(left.model_identity) + ")" +
+                  (le != "ember" ? ", both computed by " + le : "") + ".";
     return c;
   }
   c.crosses_models = true;

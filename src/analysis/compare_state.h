@@ -70,9 +70,17 @@ void check_alignment(const ComparedState& left, const ComparedState& right);
 // How the two sides relate when they align.
 struct Crossing {
   bool crosses_models = false;
-  std::string label;      // "same-model" | "quantization-boundary" | "cross-model"
+  // One side's K/V were computed by another engine (kind "foreign": its foreign.engine, e.g.
+  // llama.cpp) and the other's by ember (native, mapped, perturbed), or by two other engines.
+  bool crosses_engines = false;
+  // "cross-engine" whenever crosses_engines (whatever the models: the statement names both),
+  // else "same-model" | "quantization-boundary" | "cross-model".
+  std::string label;
   std::string statement;  // one sentence for the report
 };
+// The engine whose arithmetic produced a state's K/V: a foreign state's foreign.engine,
+// "ember" for every other kind.
+std::string state_engine(const StateIdentity& s);
 Crossing classify_crossing(const StateIdentity& left, const StateIdentity& right);
 
 }  // namespace ember::kv

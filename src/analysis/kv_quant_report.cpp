@@ -46,7 +46,7 @@ std::string KvQuantStudy::html() const {
        "</code>: " + std::to_string(prompts) + " used, " + std::to_string(skipped) + " too short; " +
        std::to_string(steps) + " next-token distributions per configuration (continuation " +
        std::to_string(options.continuation) + ", top-" + std::to_string(options.top_k) +
-       "). KL = KL(native || quantized) in nats; dNLL of the reference token; relative error of the prefix "
+       ", rotation " + kv_rotation_name(options.rotation) + "). KL = KL(native || quantized) in nats; dNLL of the reference token; relative error of the prefix "
        "K/V.</p>\n";
   html::Table t{{"type", "part", "KL mean", "KL p99", "KL max", "top-1 agreement", "top-k overlap", "dNLL",
                  "K rel. error", "V rel. error"},

@@ -41,10 +41,11 @@ int32_t argmax(const float* x, int n) {
   return best;
 }
 
-void quantize_rows(model::KvCache& c, const KvQuantConfig& cf, int begin, int end) {
+void quantize_rows(model::KvCache& c, const KvQuantConfig& cf, KvRotation rot, int begin,
+                   int end) {
   for (int l = 0; l < c.n_layers; ++l) {
-    if (has_k(cf.part)) quantize_kv_rows(c, KvPart::k, cf.type, l, begin, end, true);
-    if (has_v(cf.part)) quantize_kv_rows(c, KvPart::v, cf.type, l, begin, end, true);
+    if (has_k(cf.part)) quantize_kv_rows(c, KvPart::k, cf.type, rot, l, begin, end, true);
+    if (has_v(cf.part)) quantize_kv_rows(c, KvPart::v, cf.type, rot, l, begin, end, true);
   }
 }
 
@@ -130,12 +131,12 @@ KvQuantStudy run_kv_quant_study(model::Engine& engine,
       KvQuantConfig& cf = st.configs[ci];
       Acc& a = acc[ci];
       model::KvCache q = base.copy();
-      quantize_rows(q, cf, 0, Q);
+      quantize_rows(q, cf, o.rotation, 0, Q);
       add_error(base, q, Q, true, a.kd, a.kn);
       add_error(base, q, Q, false, a.vd, a.vn);
       for (int i = 0; i < C; ++i) {
         const std::vector<float> lg = engine.forward(q, std::span<const int32_t>(&t[size_t(Q + i)], 1));
-        quantize_rows(q, cf, Q + i, Q + i + 1);
+        quantize_rows(q, cf, o.rotation, Q + i, Q + i + 1);
         const float* r = ref.data() + size_t(i) * V;
         const std::optional<double> kl = kl_divergence(r, lg.data(), size_t(V));
         if (!kl) fail(where, "non-finite logits at prompt " + std::to_string(st.prompts - 1));
@@ -195,6 +196,10 @@ std::string KvQuantStudy::json() const {
       {"top_k", options.top_k},
       {"steps_per_config", steps},
       {"quantization", "every layer; llama.cpp's CPU encoder (ggml-cpu x86), dequantized, stored f16"},
+      {"rotation", kv_rotation_name(options.rotation)},
+      {"rotation_block",
+       {{"k", kv_rotation_block(options.rotation, head_dim, KvPart::k)},
+        {"v", kv_rotation_block(options.rotation, head_dim, KvPart::v)}}},
       {"kl", "KL(softmax(native) || softmax(quantized)) of the next-token distribution, nats"},
       {"kl_p99", "nearest rank: the ceil(0.99 N)-th smallest"},
       {"dnll", "mean NLL(quantized) - NLL(native) of the reference next token"},
@@ -219,7 +224,11 @@ std::string KvQuantStudy::table() const {
   std::string o = "kv-quant study: " + std::to_string(prompts) + " prompts (" +
                   std::to_string(skipped) + " too short), " + std::to_string(steps) +
                   " next-token distributions per config, continuation " +
-                  std::to_string(options.continuation) + ", top-" + std::to_string(options.top_k) + "\n";
+                  std::to_string(options.continuation) + ", top-" + std::to_string(options.top_k) +
+                  ", rotation " + kv_rotation_name(options.rotation) + " (K block " +
+                  std::to_string(kv_rotation_block(options.rotation, head_dim, KvPart::k)) +
+                  ", V block " +
+                  std::to_string(kv_rotation_block(options.rotation, head_dim, KvPart::v)) + ")\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-7s %-4s %11s %11s %11s %8s %8s %11s %10s %10s\n", "type",
                 "part", "KL mean", "KL p99", "KL max", "top-1", "top-k", "dNLL", "K relerr", "V relerr");

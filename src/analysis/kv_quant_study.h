@@ -27,6 +27,9 @@ struct KvQuantStudyOptions {
   std::vector<PerturbPart> parts;       // default: k v kv
   int continuation = 8;                 // C: reference tokens predicted per prompt (1..256)
   int top_k = 10;                       // for the top-k overlap (1..1000)
+  // llama.cpp's Hadamard rotation of quantized K/V modelled (default, as llama.cpp v0.5.0
+  // stores them; a no-op unless head_dim is a multiple of 64) or not (analysis/kv_quantize.h).
+  KvRotation rotation = KvRotation::llamacpp;
 };
 
 struct KvQuantConfig {

@@ -5,10 +5,25 @@
 
 #include "gguf/dequantize.h"
 #include "gguf/quantize.h"
+#include "kv/llamacpp_state.h"
 #include "util/error.h"
 #include "util/f16.h"
 
 namespace ember::kv {
+
+const char* kv_rotation_name(KvRotation r) {
+  return r == KvRotation::llamacpp ? "llamacpp" : "none";
+}
+
+KvRotation parse_kv_rotation(const std::string& s, const char* where, const char* flag) {
+  if (s == "llamacpp") return KvRotation::llamacpp;
+  if (s == "none") return KvRotation::none;
+  fail_field(where, flag, "llamacpp or none", "'" + s + "'");
+}
+
+int kv_rotation_block(KvRotation r, int head_dim, KvPart part) {
+  return r == KvRotation::llamacpp ? llamacpp_rotation(head_dim, part == KvPart::k) : 0;
+}
 
 void check_kv_quantizable(gguf::TensorType type, int n_kv_heads, int head_dim,
                           const char* where) {
@@ -24,12 +39,28 @@ void check_kv_quantizable(gguf::TensorType type, int n_kv_heads, int head_dim,
                    std::to_string(row));
 }
 
-uint64_t quantize_kv_rows(model::KvCache& cache, KvPart part, gguf::TensorType type, int layer,
-                          int pos_begin, int pos_end, bool write) {
+void quantize_kv_row(gguf::TensorType type, int rot, const float* x, uint8_t* blocks, float* y,
+                     int64_t n) {
+  EMBER_CHECK(rot >= 0 && (rot == 0 || n % rot == 0));
+  if (rot > 0) {
+    std::vector<float> r(x, x + n);
+    for (int64_t i = 0; i < n; i += rot) llamacpp_hadamard(r.data() + i, rot);
+    gguf::quantize_row_kv_cache(type, r.data(), blocks, n);
+  } else {
+    gguf::quantize_row_kv_cache(type, x, blocks, n);
+  }
+  gguf::dequantize_row(type, blocks, y, n);
+  if (rot > 0)
+    for (int64_t i = 0; i < n; i += rot) llamacpp_hadamard(y + i, rot);
+}
+
+uint64_t quantize_kv_rows(model::KvCache& cache, KvPart part, gguf::TensorType type,
+                          KvRotation rotation, int layer, int pos_begin, int pos_end, bool write) {
   check_kv_quantizable(type, cache.n_kv_heads, cache.head_dim, "kv quantize");
   EMBER_CHECK(layer >= 0 && layer < cache.n_layers);
   EMBER_CHECK(pos_begin >= 0 && pos_begin <= pos_end && pos_end <= cache.capacity);
   const int H = cache.n_kv_heads, D = cache.head_dim;
+  const int rot = kv_rotation_block(rotation, D, part);
   const size_t n = size_t(H) * size_t(D);
   std::vector<float> x(n), y(n);
   std::vector<uint8_t> blocks(size_t(gguf::row_bytes(type, n)));
@@ -39,8 +70,7 @@ uint64_t quantize_kv_rows(model::KvCache& cache, KvPart part, gguf::TensorType t
       const uint16_t* src = part == KvPart::k ? cache.k_row(layer, h, p) : cache.v_row(layer, h, p);
       for (int d = 0; d < D; ++d) x[size_t(h) * D + d] = f16_to_f32(src[d]);
     }
-    gguf::quantize_row_kv_cache(type, x.data(), blocks.data(), int64_t(n));
-    gguf::dequantize_row(type, blocks.data(), y.data(), int64_t(n));
+    quantize_kv_row(type, rot, x.data(), blocks.data(), y.data(), int64_t(n));
     for (int h = 0; h < H; ++h) {
       uint16_t* dst = part == KvPart::k ? cache.k_row(layer, h, p) : cache.v_row(layer, h, p);
       for (int d = 0; d < D; ++d) {
@@ -54,10 +84,11 @@ uint64_t quantize_kv_rows(model::KvCache& cache, KvPart part, gguf::TensorType t
 }
 
 uint64_t count_kv_quantize_changes(const model::KvCache& cache, KvPart part,
-                                   gguf::TensorType type, int layer, int pos_begin, int pos_end) {
+                                   gguf::TensorType type, KvRotation rotation, int layer,
+                                   int pos_begin, int pos_end) {
   // write == false only reads the cache.
-  return quantize_kv_rows(const_cast<model::KvCache&>(cache), part, type, layer, pos_begin,
-                          pos_end, false);
+  return quantize_kv_rows(const_cast<model::KvCache&>(cache), part, type, rotation, layer,
+                          pos_begin, pos_end, false);
 }
 
 }  // namespace ember::kv

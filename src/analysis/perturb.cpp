@@ -86,8 +86,10 @@ struct QuantizeCount {
 QuantizeCount quantize_selected(model::KvCache& c, const PerturbSpec& s, bool write) {
   QuantizeCount n;
   for (int l : s.layers) {
-    if (has_k(s.part)) n.k += quantize_kv_rows(c, KvPart::k, *s.quantize, l, 0, c.n_pos, write);
-    if (has_v(s.part)) n.v += quantize_kv_rows(c, KvPart::v, *s.quantize, l, 0, c.n_pos, write);
+    if (has_k(s.part))
+      n.k += quantize_kv_rows(c, KvPart::k, *s.quantize, s.rotation, l, 0, c.n_pos, write);
+    if (has_v(s.part))
+      n.v += quantize_kv_rows(c, KvPart::v, *s.quantize, s.rotation, l, 0, c.n_pos, write);
   }
   return n;
 }
@@ -123,9 +125,11 @@ PerturbReceipt make_quantize_receipt(const ComparedState& source, const PerturbS
   QuantizeCount n;
   for (int l : r.spec.layers) {
     if (has_k(spec.part))
-      n.k += count_kv_quantize_changes(source.cache, KvPart::k, *spec.quantize, l, 0, x.n_pos);
+      n.k += count_kv_quantize_changes(source.cache, KvPart::k, *spec.quantize, spec.rotation, l,
+                                       0, x.n_pos);
     if (has_v(spec.part))
-      n.v += count_kv_quantize_changes(source.cache, KvPart::v, *spec.quantize, l, 0, x.n_pos);
+      n.v += count_kv_quantize_changes(source.cache, KvPart::v, *spec.quantize, spec.rotation, l,
+                                       0, x.n_pos);
   }
   r.affected_k = has_k(spec.part) ? per_part : 0;
   r.affected_v = has_v(spec.part) ? per_part : 0;
@@ -188,8 +192,8 @@ PerturbReceipt make_receipt(const ComparedState& source, const PerturbSpec& spec
 std::string describe_operation(const PerturbSpec& s) {
   const std::string part = std::string(" part ") + perturb_part_name(s.part);
   if (s.quantize)
-    return "quantize " + gguf::type_name(uint32_t(*s.quantize)) + " (llama.cpp KV cache) layers " +
-           layers_text(s.layers) + " all heads" + part;
+    return "quantize " + gguf::type_name(uint32_t(*s.quantize)) + " (llama.cpp KV cache, rotation " +
+           kv_rotation_name(s.rotation) + ") layers " + layers_text(s.layers) + " all heads" + part;
   char scale[32];
   std::snprintf(scale, sizeof scale, "scale %.9g", double(bits_to_f32(s.scale_bits)));
   return std::string(s.zero ? "zero" : scale) + " layer " + std::to_string(s.layer) + " head " +
@@ -224,6 +228,10 @@ std::string receipt_json(const PerturbReceipt& r) {
   if (r.spec.quantize) {
     j["operation"] = {{"kind", "quantize"},
                       {"type", gguf::type_name(uint32_t(*r.spec.quantize))},
+                      {"rotation", kv_rotation_name(r.spec.rotation)},
+                      {"rotation_block",
+                       {{"k", kv_rotation_block(r.spec.rotation, r.head_dim, KvPart::k)},
+                        {"v", kv_rotation_block(r.spec.rotation, r.head_dim, KvPart::v)}}},
                       {"encoder", kQuantEncoder},
                       {"row", "one position of one layer, all KV heads"},
                       {"store", "f16, nearest even"}};
@@ -282,6 +290,8 @@ PerturbReceipt parse_receipt(const std::string& text, const std::string& where) 
         fail_field(where, "operation.type", "one of q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl", type);
       r.spec.quantize = *t;
       r.spec.scale_bits = 0;
+      r.spec.rotation = parse_kv_rotation(get(op, "rotation").get<std::string>(), where.c_str(),
+                                          "operation.rotation");
     } else if (kind == "zero") {
       r.spec.zero = true;
       r.spec.scale_bits = 0;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/compare_state.h"
+#include "analysis/kv_quantize.h"
 #include "gguf/types.h"
 
 namespace ember::kv {
@@ -35,6 +36,9 @@ struct PerturbSpec {
   // layer, all KV heads) of the selected layers is quantized to this type with llama.cpp's
   // CPU encoder, dequantized and rounded to f16 (analysis/kv_quantize.h).
   std::optional<gguf::TensorType> quantize;
+  // quantize only: llama.cpp's Hadamard rotation of quantized K/V modelled (the default, as
+  // llama.cpp v0.5.0 does it; a no-op unless head_dim is a multiple of 64) or not.
+  KvRotation rotation = KvRotation::llamacpp;
   std::vector<int> layers;  // quantize only: ascending and distinct; empty in a spec = all
 };
 
@@ -56,7 +60,7 @@ struct PerturbReceipt {
 PerturbReceipt make_receipt(const ComparedState& source, const PerturbSpec& spec);
 
 // One line for reports: "zero layer 0 head 1 part kv", "scale 0.5 layer ...", or
-// "quantize q4_0 (llama.cpp KV cache) layers 0,1 all heads part k".
+// "quantize q4_0 (llama.cpp KV cache, rotation llamacpp) layers 0,1 all heads part k".
 std::string describe_operation(const PerturbSpec& spec);
 
 // Canonical receipt JSON: fixed key order, no time/host/path; same receipt, same bytes.

@@ -42,12 +42,12 @@ struct CompareArgs {
 };
 
 struct PerturbArgs {
-  std::string snapshot, receipt, part, quantize, layers;
+  std::string snapshot, receipt, part, quantize, layers, rotation = "llamacpp";
   int layer = -1, head = -1;
   bool zero = false, force = false;
   float scale = 1.0f;
   CLI::Option *scale_opt = nullptr, *layer_opt = nullptr, *head_opt = nullptr,
-              *layers_opt = nullptr;
+              *layers_opt = nullptr, *rotation_opt = nullptr;
 };
 
 // "0,2,3" -> {0, 2, 3}; each item a decimal integer (range and order are checked later).
@@ -172,6 +172,8 @@ void run_perturb(const PerturbArgs& a) {
     fail_field("kv perturb", "--layer/--head", "both, with --zero or --scale", "missing");
   if (!quantized && a.layers_opt->count() > 0)
     fail_field("kv perturb", "--layers", "only with --quantize", a.layers);
+  if (!quantized && a.rotation_opt->count() > 0)
+    fail_field("kv perturb", "--rotation", "only with --quantize", a.rotation);
   kv::PerturbSpec spec;
   if (quantized) {
     const auto t = gguf::parse_type_name(a.quantize);
@@ -179,6 +181,7 @@ void run_perturb(const PerturbArgs& a) {
       fail_field("kv perturb", "--quantize", "one of q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl",
                  "'" + a.quantize + "'");
     spec.quantize = *t;
+    spec.rotation = kv::parse_kv_rotation(a.rotation, "kv perturb", "--rotation");
     if (a.layers_opt->count() > 0) spec.layers = parse_layer_list(a.layers);
   }
   spec.layer = a.layer;
@@ -194,7 +197,8 @@ void run_perturb(const PerturbArgs& a) {
   const kv::PerturbReceipt r = kv::make_receipt(source, spec);
   kv::write_receipt(a.receipt, r, a.force);
   const std::string what =
-      quantized ? "quantize " + a.quantize + " layers " + (a.layers.empty() ? "all" : a.layers)
+      quantized ? "quantize " + a.quantize + " rotation " + a.rotation + " layers " +
+                      (a.layers.empty() ? "all" : a.layers)
                 : std::string(a.zero ? "zero" : "scale") + " layer " + std::to_string(a.layer) +
                       " head " + std::to_string(a.head);
   std::printf("receipt %s: %s part %s; %llu K and %llu V elements selected, "
@@ -246,6 +250,10 @@ void register_kv_compare_commands(CLI::App& kv) {
                 "q4_0, q4_1, q5_0, q5_1 or iq4_nl");
   pa->layers_opt = p->add_option("--layers", pa->layers,
                                  "With --quantize: comma-separated layers (default all)");
+  pa->rotation_opt = p->add_option(
+      "--rotation", pa->rotation,
+      "With --quantize: llamacpp (default: llama.cpp v0.5.0's Hadamard rotation of quantized "
+      "K/V where head_dim is a multiple of 64) or none (LLAMA_ATTN_ROT_DISABLE=1)");
   p->add_option("--receipt", pa->receipt, "Receipt JSON to write")->required();
   p->add_flag("--force", pa->force, "Overwrite an existing receipt");
   p->callback([pa] { run_perturb(*pa); });

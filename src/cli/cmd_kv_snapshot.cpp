@@ -127,16 +127,18 @@ void add_export(CLI::App& kv) {
 void add_verify(CLI::App& kv) {
   struct Opts {
     std::string dir;
-    bool json = false;
+    bool json = false, allow_foreign = false;
     kv::TrustRequirements trust;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = kv.add_subcommand("verify", "Check a snapshot's format, sizes, hashes and consistency (no model needed)");
   c->add_option("dir", o->dir, "snapshot directory")->required();
   c->add_flag("--json", o->json, "print the report as canonical JSON");
+  c->add_flag("--allow-foreign", o->allow_foreign,
+              "also verify a foreign cache (kv import-llamacpp): its integrity, not its numerics");
   add_trust_flags(c, o->trust);
   c->callback([o] {
-    kv::VerifyReport r = kv::verify_snapshot(o->dir);
+    kv::VerifyReport r = kv::verify_snapshot(o->dir, kv::Accept::native, o->allow_foreign);
     if (r.ok && (!o->trust.expect_seal.empty() || !o->trust.trusted_key_pem.empty())) {
       kv::VerifyCheck ch{"trust", "ok", ""};
       try {
@@ -159,7 +161,18 @@ void add_verify(CLI::App& kv) {
         std::printf("%s: ok (%d positions, resume token %d at position %lld)\n", printable(o->dir).c_str(),
                     r.manifest.geometry.positions, int(r.manifest.resume.token),
                     static_cast<long long>(r.manifest.resume.position));
-      if (r.manifest_ok) print_seal(r.manifest, nullptr);
+      if (r.ok && r.foreign)
+        std::printf("a foreign cache: K/V computed by %s (%s v%d, K %s, V %s, %s): verified are its "
+                    "bytes and seal, not ember's numerics\n",
+                    printable(r.foreign->engine).c_str(), printable(r.foreign->format).c_str(),
+                    r.foreign->format_version, printable(r.foreign->cache_type_k).c_str(),
+                    printable(r.foreign->cache_type_v).c_str(), printable(r.foreign->conversion).c_str());
+      // The seal was recomputed and checked on read (over the foreign provenance too).
+      if (r.manifest_ok && r.foreign) {
+        std::printf("seal %s\n", r.manifest.seal.c_str());
+        if (r.manifest.signature) std::printf("signed by %s\n", r.manifest.signature->public_key.c_str());
+      } else if (r.manifest_ok)
+        print_seal(r.manifest, nullptr);
     }
     if (!r.ok) throw CheckFailed{"verify failed: " + r.error};
   });

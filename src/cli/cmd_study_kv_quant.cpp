@@ -18,7 +18,7 @@ namespace ember::cli {
 namespace {
 
 struct KvQuantArgs {
-  std::string model, tokenizer, prompts, json, html, types, parts;
+  std::string model, tokenizer, prompts, json, html, types, parts, rotation = "llamacpp";
   int limit = 64, continuation = 8, top_k = 10, threads = 0;
   bool force = false;
 };
@@ -36,6 +36,7 @@ void run(const KvQuantArgs& a) {
   kv::KvQuantStudyOptions o;
   o.continuation = a.continuation;
   o.top_k = a.top_k;
+  o.rotation = kv::parse_kv_rotation(a.rotation, where, "--rotation");
   for (const std::string& t : split_list(a.types)) {
     const auto type = gguf::parse_type_name(t);
     if (!type || !gguf::is_kv_cache_quant_type(*type))
@@ -77,6 +78,9 @@ void register_kv_quant_study_command(CLI::App& study) {
   c->add_option("--tokenizer", a->tokenizer, "tokenizer.json (default: the GGUF's own)");
   c->add_option("--prompts", a->prompts, "Prompts file, one per line")->required();
   c->add_option("--limit", a->limit, "Use the first N non-empty prompts (default 64)");
+  c->add_option("--rotation", a->rotation,
+                "llamacpp (default: llama.cpp v0.5.0's Hadamard rotation of quantized K/V where "
+                "head_dim is a multiple of 64) or none (LLAMA_ATTN_ROT_DISABLE=1)");
   c->add_option("--continuation", a->continuation,
                 "Reference tokens predicted per prompt: the prompt's last C + 1 tokens (default 8)");
   c->add_option("--top-k", a->top_k, "k of the top-k overlap (default 10)");

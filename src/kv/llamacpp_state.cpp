@@ -49,25 +49,6 @@ std::string layer_field(int l, const char* what) {
   return "layer[" + std::to_string(l) + "]." + what;
 }
 
-// x <- H x for the orthonormal Walsh-Hadamard matrix H of size n (a power of 2), Sylvester
-// order (H[i][j] = (-1)^popcount(i & j) / sqrt(n), llama.cpp's ggml_gen_hadamard). H is its
-// own inverse, so this both applies and undoes llama.cpp's rotation. In f64, rounded once
-// to f32 per element.
-void walsh_hadamard(float* x, int n) {
-  double buf[4096];
-  EMBER_CHECK(n > 0 && n <= 4096 && (n & (n - 1)) == 0);
-  for (int i = 0; i < n; ++i) buf[i] = x[i];
-  for (int len = 1; len < n; len *= 2)
-    for (int i = 0; i < n; i += 2 * len)
-      for (int j = i; j < i + len; ++j) {
-        const double a = buf[j], b = buf[j + len];
-        buf[j] = a + b;
-        buf[j + len] = a - b;
-      }
-  const double scale = 1.0 / std::sqrt(double(n));
-  for (int i = 0; i < n; ++i) x[i] = float(buf[i] * scale);
-}
-
 // One row of `n` elements of `type` to f16 bits, as ggml dequantizes it (f16 copied as is);
 // with rot > 0, llama.cpp's Hadamard rotation is undone on every block of `rot` elements
 // (blocks never straddle heads: rot divides head_dim).
@@ -84,7 +65,7 @@ void decode_row(int32_t type, const uint8_t* src, int64_t n, int rot, float* tmp
       break;
   }
   if (rot > 0)
-    for (int64_t i = 0; i < n; i += rot) walsh_hadamard(tmp + i, rot);
+    for (int64_t i = 0; i < n; i += rot) llamacpp_hadamard(tmp + i, rot);
   for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(tmp[i]);
 }
 
@@ -123,6 +104,19 @@ uint64_t check_type(ByteReader& r, int l, const char* part, int32_t want_type, i
 }
 
 }  // namespace
+
+void llamacpp_hadamard(float* x, int n) {
+  EMBER_CHECK(n > 0 && n <= 4096 && (n & (n - 1)) == 0);
+  const float scale = 1.0f / std::sqrt(float(n));
+  for (int i = 0; i < n; ++i) x[i] *= scale;
+  for (int len = 1; len < n; len *= 2)
+    for (int i = 0; i < n; i += 2 * len)
+      for (int j = i; j < i + len; ++j) {
+        const float a = x[j], b = x[j + len];
+        x[j] = a + b;
+        x[j + len] = a - b;
+      }
+}
 
 int llamacpp_rotation(int head_dim, bool keys) {
   if (head_dim <= 0 || head_dim % 64 != 0) return 0;

@@ -51,6 +51,19 @@ uint64_t ggml_kv_row_bytes(int32_t type, uint64_t n);
 // (f32/f16/bf16) are never rotated.
 int llamacpp_rotation(int head_dim, bool keys);
 
+// x <- H x for one block of n elements (n a power of 2, at most 4096), H the orthonormal
+// Walsh-Hadamard matrix in Sylvester order (H[i][j] = (-1)^popcount(i & j) / sqrt(n),
+// llama.cpp's ggml_gen_hadamard), computed exactly as llama.cpp's CPU backend does
+// (ggml-cpu ops.cpp ggml_compute_forward_fwht, which replaces the mul_mat by this matrix):
+// every element times f32 1/sqrtf(n) first, then log2(n) butterfly stages (a + b, a - b) of
+// stride 1, 2, 4, ... in f32. Its SIMD stages do the same operations (a + b*(-1) is one
+// rounding of a - b), so the bits do not depend on the SIMD width. H is its own inverse, so
+// the same function rotates (what llama.cpp stores) and unrotates (what the importer and
+// analysis/kv_quantize do, as llama.cpp's attention does for V); each pass rounds, so
+// unrotate(rotate(x)) equals x only to within a few f32 ulps. The one rotation in ember:
+// every reader and model of llama.cpp's rotated caches calls it.
+void llamacpp_hadamard(float* x, int n);
+
 // What the model says a state file must agree with.
 struct LlamaCppTarget {
   int layers = 0, kv_heads = 0, head_dim = 0;

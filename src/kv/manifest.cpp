@@ -341,7 +341,7 @@ void require_kind(const StateManifest& s, Accept accept, const std::string& wher
                std::string(accept == Accept::mapped ? kMappedFormat : kSnapshotFormat) +
                    (accept == Accept::mapped ? " (a mapped cache)" : " (a native snapshot)"),
                quote(kForeignFormat) + " (a foreign cache, engine " + s.foreign->engine +
-                   ": its numerics are not ember's; kv compare reads it, kv replay only with --allow-foreign)");
+                   ": its numerics are not ember's; kv compare reads it, kv verify and kv replay only with --allow-foreign)");
   if (accept == Accept::foreign && !s.is_foreign())
     fail_field(where, "format", std::string(kForeignFormat) + " (a foreign cache)", quote(s.format()));
   if (accept == Accept::native && s.mapped())

@@ -398,11 +398,15 @@ struct VerifyReport {
   std::vector<VerifyCheck> checks;
   SnapshotManifest manifest;  // meaningful when the manifest check passed
   bool manifest_ok = false;
+  std::optional<ForeignProvenance> foreign;  // a foreign cache, verified with allow_foreign
   std::string error;  // the first failure, one line
   nlohmann::ordered_json to_json() const;
 };
 // The checks of read_state_dir, one by one, streaming the payloads (no allocation of their
-// size). Never throws for a bad snapshot: the report says.
-VerifyReport verify_snapshot(const std::string& dir, Accept accept = Accept::native);
+// size). Never throws for a bad snapshot: the report says. allow_foreign: a foreign cache
+// (ember.kv-foreign) is verified too (format, sizes, hashes, finiteness, seal: its integrity,
+// not its numerics) instead of being refused by kind.
+VerifyReport verify_snapshot(const std::string& dir, Accept accept = Accept::native,
+                             bool allow_foreign = false);
 
 }  // namespace ember::kv

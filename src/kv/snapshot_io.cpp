@@ -313,7 +313,7 @@ SnapshotManifest read_manifest(const std::string& dir) {
   return read_state_header(dir, Accept::native).header.manifest;
 }
 
-VerifyReport verify_snapshot(const std::string& dir, Accept accept) {
+VerifyReport verify_snapshot(const std::string& dir, Accept accept, bool allow_foreign) {
   VerifyReport r;
   r.path = dir;
   auto run = [&](const std::string& name, auto&& fn) {
@@ -335,8 +335,9 @@ VerifyReport verify_snapshot(const std::string& dir, Accept accept) {
   run("manifest", [&] {
     const std::string path = join(dir, kManifestFile);
     const StateManifest s = parse_state_manifest(read_manifest_text(path), path);
-    require_kind(s, accept, path);
+    if (!(allow_foreign && s.is_foreign())) require_kind(s, accept, path);
     r.manifest = s.manifest;
+    r.foreign = s.foreign;
     r.manifest_ok = true;
   });
   const uint64_t bytes = r.manifest_ok ? r.manifest.payload_bytes() : 0;
@@ -371,6 +372,7 @@ nlohmann::ordered_json VerifyReport::to_json() const {
     j["positions"] = manifest.geometry.positions;
     j["resume"] = {{"token", manifest.resume.token}, {"position", manifest.resume.position}};
     j["model_identity"] = manifest.model.identity;
+    if (foreign) j["foreign"] = foreign->to_json();
   }
   if (!ok) j["error"] = error;
   return j;

@@ -110,6 +110,34 @@ TEST(CompareAlign, DifferentWeightTypesAreAQuantizationBoundaryStudy) {
   EXPECT_NE(json.find(std::string(64, 'b')), std::string::npos);
 }
 
+// A foreign side (another engine's K/V of the same GGUF) is never "same-model": the label is
+// cross-engine, whatever the models; two states of that one other engine compare as usual.
+TEST(CompareAlign, AForeignSideIsCrossEngine) {
+  const ComparedState a = synthetic_state(2, 2, 4, 5, 1, "model-a", "F32");
+  ComparedState b = synthetic_state(2, 2, 4, 5, 2, "model-a", "F32");
+  b.identity.kind = "foreign";
+  b.identity.provenance = {{"foreign.engine", "llama.cpp"}};
+  EXPECT_EQ(state_engine(a.identity), "ember");
+  EXPECT_EQ(state_engine(b.identity), "llama.cpp");
+  const CompareReport rep = compare_states(a, b, CompareOptions{});
+  EXPECT_TRUE(rep.crossing.crosses_engines);
+  EXPECT_FALSE(rep.crossing.crosses_models);
+  EXPECT_EQ(rep.crossing.label, "cross-engine");
+  EXPECT_NE(rep.crossing.statement.find("LEFT computed by ember, RIGHT by llama.cpp; same model"),
+            std::string::npos)
+      << rep.crossing.statement;
+  EXPECT_NE(report_json(rep).find("\"crosses_engines\": true"), std::string::npos);
+  const ComparedState c = synthetic_state(2, 2, 4, 5, 3, "model-c", "Q8_0");
+  const CompareReport other = compare_states(b, c, CompareOptions{});
+  EXPECT_EQ(other.crossing.label, "cross-engine");
+  EXPECT_TRUE(other.crossing.crosses_models);
+  EXPECT_NE(other.crossing.statement.find("also crosses models"), std::string::npos);
+  const CompareReport both = compare_states(b, testing::copy_state(b), CompareOptions{});
+  EXPECT_FALSE(both.crossing.crosses_engines);
+  EXPECT_EQ(both.crossing.label, "same-model");
+  EXPECT_NE(both.crossing.statement.find("both computed by llama.cpp"), std::string::npos);
+}
+
 TEST(CompareAlign, SameWeightTypesOfDifferentModelsAreCrossModel) {
   const ComparedState a = synthetic_state(2, 2, 4, 5, 1, "model-a", "F32");
   const ComparedState b = synthetic_state(2, 2, 4, 5, 2, "model-b", "F32");

@@ -21,16 +21,19 @@ TEST(KvQuantCli, PerturbQuantizeWritesAReceiptThatCompareApplies) {
   const test::CliRun r = run_ember("kv perturb --snapshot " + q(dir + "/snap") +
                                    " --quantize q4_0 --part k --layers 1,3 --receipt " + q(dir + "/r.json"));
   ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("quantize q4_0 layers 1,3 part k"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("quantize q4_0 rotation llamacpp layers 1,3 part k"), std::string::npos) << r.out;
   const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/r.json"));
   EXPECT_EQ(j["operation"]["kind"], "quantize");
   EXPECT_EQ(j["selection"]["layers"], nlohmann::json::array({1, 3}));
+  EXPECT_EQ(j["operation"]["rotation"], "llamacpp");  // the default; head_dim 8: no block
+  EXPECT_EQ(j["operation"]["rotation_block"]["k"], 0);
   const test::CliRun c = run_ember("kv compare " + q(dir + "/snap") + " " + q(dir + "/snap") + " --perturb " +
                                    q(dir + "/r.json") + " --model " + q(model) + " --steps 4 --json-out " +
                                    q(dir + "/rep.json"));
   ASSERT_EQ(c.rc, 0) << c.out;
   EXPECT_NE(c.out.find("KL(LEFT || RIGHT)"), std::string::npos) << c.out;
-  EXPECT_NE(c.out.find("quantize q4_0 (llama.cpp KV cache) layers 1,3 all heads part k"), std::string::npos)
+  EXPECT_NE(c.out.find("quantize q4_0 (llama.cpp KV cache, rotation llamacpp) layers 1,3 all heads part k"),
+            std::string::npos)
       << c.out;
   const nlohmann::json rep = nlohmann::json::parse(read_file(dir + "/rep.json"));
   EXPECT_GT(rep["diagnostics"]["same_input"]["kl"]["mean"].get<double>(), 0.0);
@@ -41,6 +44,13 @@ TEST(KvQuantCli, PerturbQuantizeWritesAReceiptThatCompareApplies) {
                       q(dir + "/r2.json")).out.find("--quantize"), std::string::npos);
   EXPECT_NE(run_ember("kv perturb --snapshot " + q(dir + "/snap") + " --part k --receipt " + q(dir + "/r2.json"))
                 .out.find("operation"), std::string::npos);
+  // --rotation: llamacpp or none, only with --quantize.
+  EXPECT_NE(run_ember("kv perturb --snapshot " + q(dir + "/snap") + " --quantize q4_0 --part k --rotation hadamard "
+                      "--receipt " + q(dir + "/r2.json")).out.find("--rotation: expected llamacpp or none"),
+            std::string::npos);
+  EXPECT_NE(run_ember("kv perturb --snapshot " + q(dir + "/snap") + " --zero --layer 0 --head 0 --part k "
+                      "--rotation none --receipt " + q(dir + "/r2.json")).out.find("--rotation"),
+            std::string::npos);
   EXPECT_FALSE(path_exists(dir + "/r2.json"));
 }
 
@@ -60,6 +70,9 @@ TEST(KvQuantCli, StudyWritesItsReportsAndRefusesToOverwrite) {
   EXPECT_NE(run_ember(args).rc, 0);  // exists: refused without --force
   EXPECT_NE(run_ember("study kv-quant --model " + q(model) + " --prompts " + q(prompts) + " --types q4_k")
                 .out.find("--types"), std::string::npos);
+  EXPECT_EQ(j["protocol"]["rotation"], "llamacpp");
+  EXPECT_NE(run_ember("study kv-quant --model " + q(model) + " --prompts " + q(prompts) + " --rotation yes")
+                .out.find("--rotation"), std::string::npos);
 }
 
 }  // namespace

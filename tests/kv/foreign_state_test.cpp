@@ -123,6 +123,26 @@ TEST(ForeignState, CliImportReplayCompareExportRoundTrip) {
             0)
       << out;
   EXPECT_NE(out.find("its numerics are not ember's"), std::string::npos) << out;
+  // kv verify refuses it by kind, naming --allow-foreign; with the flag it checks the bytes
+  // and seal (and --expect), and says what was not verified.
+  EXPECT_EQ(test::run_command(ember + " kv verify " + dir + "/foreign 2>&1", &out), 1);
+  EXPECT_NE(out.find("kv verify and kv replay only with --allow-foreign"), std::string::npos) << out;
+  ASSERT_EQ(test::run_command(ember + " kv verify --allow-foreign " + dir + "/foreign 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("a foreign cache: K/V computed by llama.cpp (ggsq v3, K f16, V f16, exact): verified are its "
+                     "bytes and seal, not ember's numerics"),
+            std::string::npos)
+      << out;
+  const std::string seal_line = out.substr(out.find("seal "), 5 + 64);
+  ASSERT_EQ(test::run_command(ember + " kv verify --allow-foreign --json --expect " + seal_line.substr(5) + " " + dir +
+                                  "/foreign 2>&1",
+                              &out),
+            0)
+      << out;
+  EXPECT_EQ(ordered_json::parse(out)["foreign"]["engine"], "llama.cpp");
+  EXPECT_NE(test::run_command(ember + " kv verify --allow-foreign --expect " + std::string(64, '0') + " " + dir +
+                                  "/foreign 2>&1",
+                              &out),
+            0);
   // KVC1 holds the foreign kind too (kind byte 3): pack, unpack byte-identical, and a native
   // reader refuses the .kvc by kind.
   ASSERT_EQ(test::run_command(ember + " kvc pack " + dir + "/foreign " + dir + "/foreign.kvc 2>&1", &out), 0) << out;
@@ -139,6 +159,17 @@ TEST(ForeignState, CliImportReplayCompareExportRoundTrip) {
             0);
   ASSERT_EQ(test::run_command(ember + " kv compare " + dir + "/native " + dir + "/foreign 2>&1", &out), 0) << out;
   EXPECT_NE(out.find("RIGHT: foreign state"), std::string::npos) << out;
+  // Same GGUF, K/V bit-identical here, and still not a same-model comparison: two engines.
+  EXPECT_NE(out.find("This comparison crosses engines: LEFT computed by ember, RIGHT by llama.cpp; same model"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("come from the same model"), std::string::npos) << out;
+  ASSERT_EQ(test::run_command(ember + " kv compare " + dir + "/foreign " + dir + "/native --json 2>&1", &out), 0)
+      << out;
+  const ordered_json rep = ordered_json::parse(out);
+  EXPECT_EQ(rep["crossing"]["label"], "cross-engine");
+  EXPECT_TRUE(rep["crossing"]["crosses_engines"].get<bool>());
+  EXPECT_FALSE(rep["crossing"]["crosses_models"].get<bool>());
   // export-llamacpp: for this prompt ember's f16 K/V equal llama.cpp's bit for bit, so the file
   // written is byte-identical to the one llama.cpp wrote (V transposed: flash attention off).
   ASSERT_EQ(test::run_command(ember + " kv export-llamacpp " + dir + "/native -o " + dir + "/p1.seq 2>&1", &out), 0)
