@@ -29,6 +29,9 @@ struct SynthSpec {
   int64_t rope_original_context = 0;
   TensorType type = TensorType::F32;
   uint64_t seed = 0;
+  // The toy-model MLP and norm (model/config.h; llama only, written as ember.toy.* keys when
+  // not the defaults): swiglu | gelu (no ffn_gate tensor), rmsnorm | layernorm.
+  std::string ffn_activation = "swiglu", norm = "rmsnorm";
   // tokenizer.ggml.pre: "bloom" (llama.cpp knows it; for the synthetic vocabulary it gives the
   // ids "ember-bytes" gives on valid UTF-8; `ember model synth` writes it by default) or
   // "ember-bytes" (no split, any bytes; llama.cpp refuses the name). The library default stays
