@@ -6,7 +6,7 @@
 #
 #   scripts/sweep-real-geometry.sh [EMBER] [WORK] [OUT]     (defaults: build/ember build/econ docs/results)
 #
-# Runs for about an hour on a 2-vCPU machine; the models need about 3.7 GB of disk in WORK.
+# Runs for hours on a 2-vCPU machine (qwen2.5-0.5b: 128 tokens ~9 min, 512 ~20 min, loaded); the models need about 3.7 GB of disk in WORK.
 # GEOMETRIES / LENGTHS / THREADS in the environment narrow or change it (e.g. LENGTHS="128").
 set -euo pipefail
 EMBER=${1:-build/ember}
@@ -41,11 +41,16 @@ for g in $GEOMETRIES; do
   [ -f "$base" ] || nice -n 5 "$EMBER" model synth --preset "$g" --type q8_0 --seed 1 -o "$base"
   [ -f "$derived" ] || nice -n 5 "$EMBER" model synth --derive-from "$base" --share-layers $S --seed 2 -o "$derived"
   for n in $LENGTHS; do
-    case $n in
-      128) CAL=16; EVAL=4; BP=4 ;;   # calibration = budget prompts (withheld from the fit) + fit prompts
-      512) CAL=6; EVAL=4; BP=2 ;;
+    # calibration = budget prompts (withheld from the fit) + fit prompts; fewer for the 1B
+    # geometry, whose prefill costs about 2.5 times the 0.5B's (COUNTS="CAL EVAL BP" overrides)
+    case $g/$n in
+      qwen*/128) CAL=16; EVAL=4; BP=4 ;;
+      qwen*/512) CAL=6; EVAL=4; BP=2 ;;
+      llama*/128) CAL=8; EVAL=4; BP=2 ;;
+      llama*/512) CAL=4; EVAL=2; BP=1 ;;
       *) CAL=3; EVAL=2; BP=1 ;;
     esac
+    if [ -n "${COUNTS:-}" ]; then read -r CAL EVAL BP <<< "$COUNTS"; fi
     ids=$WORK/prompts-$n.ids
     prompt_ids $((CAL + EVAL)) "$n" "$ids"
     name=$OUT/sweep-$g-synth-s$S-P$n

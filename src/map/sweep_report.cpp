@@ -2,6 +2,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "map/sweep.h"
 
 namespace ember::map {
@@ -19,6 +21,13 @@ std::string esc(const std::string& s) {
     }
   }
   return o;
+}
+
+std::string protocol_ttft_note() {
+  return "Ratios to the target's full prefill of the same prompts, measured in the same run. Handoff + decode: the "
+         "source state is already in memory. + source prefill: the source also prefills the prefix up to the "
+         "boundary the handoff reads. Stored load: the source state is read from its snapshot on disk instead "
+         "(SHA-256 checked).";
 }
 
 std::string fmt(const char* f, double v) {
@@ -157,8 +166,34 @@ std::string SweepResult::html() const {
   h += "</table>\n";
   if (full)
     h += "<p>Full target prefill: " + fmt("%.3f", full->ttft_seconds * 1e3) +
-         " ms summed over the evaluation prompts (the TTFT reference). The source's own prefill is not "
-         "counted: the handoff starts from a cache the source already holds.</p>\n";
+         " ms summed over the evaluation prompts (the TTFT reference). The TTFT above does not count the "
+         "source's own prefill (the handoff starts from a cache the source already holds); the table below "
+         "adds it, or the load of the stored source state.</p>\n";
+  // The TTFT protocol's three figures and the budget's choice (plotting them is the report's).
+  h += "<h2>Time to first token, three ways</h2>\n<p>" + esc(protocol_ttft_note()) +
+       "</p>\n<table><tr><th>config</th><th>a</th><th>TTFT / full (handoff + decode)</th>"
+       "<th>+ source prefill / full</th><th>stored load / full</th><th>handed-over bytes</th></tr>\n";
+  for (const SweepRow& r : rows) {
+    std::string name = r.pure_mapping ? "pure mapping" : r.exact_hybrid ? "exact hybrid" : r.config;
+    h += "<tr><td>" + esc(name) + "</td><td>" + (r.config == "full-prefill" ? std::string("-") : std::to_string(r.a)) +
+         "</td><td>" + fmt("%.3f", r.ttft_ratio) + "</td><td>" + fmt("%.3f", r.ttft_with_source_ratio) + "</td><td>" +
+         (stored_measured ? fmt("%.3f", r.ttft_stored_ratio) : std::string("-")) + "</td><td>" +
+         fmt("%.0f", r.handoff_bytes) + "</td></tr>\n";
+  }
+  h += "</table>\n";
+  if (!choice.is_null()) {
+    const nlohmann::json& ch = choice["chosen"];
+    const nlohmann::json& ho = choice["held_out"];
+    std::string name = ch["config"].get<std::string>();
+    if (name == "anchor") name += " a = " + std::to_string(ch["a"].get<int>());
+    h += "<h2>Choice</h2>\n<p>Budget <code>" + esc(choice["budget"].get<std::string>()) + "</code> judged on " +
+         esc(choice["judged_on"].get<std::string>()) + ": <b>" + esc(name) + "</b>. Held out: " +
+         std::to_string(ho["agree"].get<int64_t>()) + "/" + std::to_string(ho["comparisons"].get<int64_t>()) +
+         " next tokens agree, mean KL " + fmt("%.3e", ho["mean_kl"].get<double>()) + ", TTFT / full " +
+         fmt("%.3f", ho["ttft_ratio_vs_full_prefill"].get<double>()) + " (with the source prefill " +
+         fmt("%.3f", ho["ttft_with_source_ratio"].get<double>()) + "), work saved " +
+         fmt("%.1f%%", 100 * ho["prefill_work_saved"].get<double>()) + ".</p>\n";
+  }
   h += "</body></html>\n";
   return h;
 }
