@@ -44,12 +44,23 @@ void register_study(CLI::App& app) {
   ra->add_option("--fit-prompts", o->fit_prompts, "Fit prompts per seed")->check(CLI::Range(1, 100000));
   ra->add_option("--eval-prompts", o->eval_prompts, "Evaluation prompts per seed")->check(CLI::Range(1, 100000));
   ra->add_option("--first-seed", o->first_seed, "First seed");
+  ra->add_option("--layers", o->layers, "Layers of the toy models")->check(CLI::Range(2, 64));
+  ra->add_option("--hidden", o->hidden, "Width (hidden size)")->check(CLI::Range(4, 4096));
+  ra->add_option("--heads", o->heads, "Attention heads (= KV heads unless --kv-heads)")->check(CLI::Range(1, 256));
+  auto* kvh = ra->add_option("--kv-heads", o->kv_heads, "KV heads")->check(CLI::Range(1, 256));
+  ra->add_option("--ffn", o->ffn, "MLP inner size")->check(CLI::Range(1, 65536));
+  ra->add_option("--alpha", o->alpha, "Perturbation of the target's layers >= 1 and LM head (x sd(w))")
+      ->check(CLI::Range(0.0, 100.0));
+  ra->add_option("--activation", o->activation, "swiglu | gelu (seed 001: GELU)")
+      ->check(CLI::IsMember({"swiglu", "gelu"}));
+  ra->add_option("--norm", o->norm, "rmsnorm | layernorm")->check(CLI::IsMember({"rmsnorm", "layernorm"}));
   ra->add_option("--json", *json_path, "Write the JSON report here");
   ra->add_option("--work-dir", *work, "Keep the generated model pairs in this directory");
   ra->add_flag("--force", *force, "Overwrite an existing --json file");
   ra->callback([=] {
     ScratchDir scratch;
     map::AnchorStudyOptions opts = *o;
+    if (!kvh->count()) opts.kv_heads = opts.heads;
     if (!work->empty()) {
       std::filesystem::create_directories(*work);
       opts.work_dir = *work;
@@ -60,7 +71,9 @@ void register_study(CLI::App& app) {
       fail(*json_path, "already exists; refusing to overwrite it (pass --force to replace it)");
     const map::AnchorStudyResult r = map::run_anchor_study(opts);
     std::cout << "recompute-anchor study: " << opts.seeds << " seeds x " << opts.eval_prompts
-              << " evaluation prompts (" << opts.fit_prompts << " fit prompts per seed), "
+              << " evaluation prompts (" << opts.fit_prompts << " fit prompts per seed), " << opts.layers
+              << " layers, hidden " << opts.hidden << ", " << opts.heads << " heads, " << opts.activation << " MLP "
+              << opts.ffn << ", " << opts.norm << ", alpha " << opts.alpha << ", "
               << "one-token decode, agreement with the target's own full prefill\n\n"
               << r.table();
     if (!json_path->empty()) write_file_atomic(*json_path, r.to_json().dump(2) + "\n", *force);

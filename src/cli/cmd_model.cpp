@@ -81,7 +81,8 @@ void register_synth(CLI::App& model) {
                                             "built-in byte-level tokenizer");
   struct Args {
     gguf::SynthSpec spec;
-    std::string preset, type = "f32", out;
+    std::string preset, type = "f32", out, derive_from;
+    int64_t share_layers = -1;
     bool force = false;
   };
   auto a = std::make_shared<Args>();
@@ -101,7 +102,11 @@ void register_synth(CLI::App& model) {
   auto* bias = cmd->add_flag("--qkv-bias", s.qkv_bias, "Q/K/V biases (qwen2)");
   auto* qkn = cmd->add_flag("--qk-norm", s.qk_norm, "per-head Q/K RMSNorm (qwen3)");
   auto* tied = cmd->add_flag("--tied", s.tied, "no output.weight: the LM head is token_embd");
-  cmd->add_option("--type", a->type, "f32 | f16 | q8_0 | q4_0 | q4_k | q6_k (matrices)");
+  auto* type = cmd->add_option("--type", a->type, "f32 | f16 | q8_0 | q4_0 | q4_k | q6_k (matrices)");
+  auto* derive = cmd->add_option("--derive-from", a->derive_from,
+                                 "Base GGUF: keep its embeddings and layers < --share-layers byte for byte, "
+                                 "re-draw the rest (same geometry and types)");
+  auto* share = cmd->add_option("--share-layers", a->share_layers, "With --derive-from: the layers kept (s)");
   cmd->add_option("--seed", s.seed, "random seed")->required();
   s.pre_tokenizer = "bloom";  // the command's default: a file llama.cpp loads too
   cmd->add_option("--pre-tokenizer", s.pre_tokenizer,
@@ -111,6 +116,20 @@ void register_synth(CLI::App& model) {
   cmd->add_option("-o,--output", a->out, "output GGUF")->required();
   cmd->add_flag("--force", a->force, "Overwrite the output if it exists");
   cmd->callback([=] {
+    if (derive->count() || share->count()) {
+      if (!derive->count() || !share->count())
+        fail_field("synth", derive->count() ? "--share-layers" : "--derive-from", "given with the other", "missing");
+      for (const CLI::Option* o : {arch, layers, hidden, heads, kv, hd, ffn, vocab, ctx, theta, bias, qkn, tied, type})
+        if (o->count()) fail_field("synth", o->get_name(), "not given with --derive-from (the base fixes it)", "given");
+      if (!a->preset.empty()) fail_field("synth", "--preset", "not given with --derive-from", "'" + a->preset + "'");
+      const gguf::GgufFile base = gguf::GgufFile::open(a->derive_from);
+      gguf::derive_model(base, a->share_layers, a->spec.seed).write_file(a->out, a->force);
+      const gguf::GgufFile out = gguf::GgufFile::open(a->out);
+      std::printf("wrote %s: %zu tensors, %llu bytes, identity %s (shares embeddings and layers < %lld with %s)\n",
+                  a->out.c_str(), out.tensors().size(), (unsigned long long)out.file_size(),
+                  gguf::model_identity(out).hex().c_str(), (long long)a->share_layers, a->derive_from.c_str());
+      return;
+    }
     gguf::SynthSpec spec = a->spec;
     if (!a->preset.empty()) {
       // Start from the preset; flags given explicitly override its values.

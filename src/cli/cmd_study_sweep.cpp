@@ -1,4 +1,6 @@
 // ember study sweep: the recompute-anchor boundary sweep on a real model pair (map/sweep.h).
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -44,6 +46,18 @@ void register_sweep_command(CLI::App& study) {
   c->add_option("--json", *json_path, "Write the JSON report here");
   c->add_option("--html", *html_path, "Write the HTML report (inline SVG plots) here");
   c->add_flag("--force", *force, "Overwrite existing report files");
+  c->add_option("--anchors", o->anchors, "The anchors a swept, comma-separated, each in [s, L] (default: all)")
+      ->delimiter(',');
+  auto budget = std::make_shared<std::string>();
+  c->add_option("--fidelity-budget", *budget,
+                "Choose the cheapest boundary meeting kl<=X | rel<=X | agreement>=X on calibration prompts");
+  c->add_option("--budget-prompts", o->budget_prompts, "Calibration prompts the budget is judged on")
+      ->check(CLI::Range(1, 100000));
+  c->add_flag("--budget-in-sample", o->budget_in_sample,
+              "Judge the budget on calibration prompts the mapper was also fitted on (default: withheld from the fit)");
+  auto no_stored = std::make_shared<bool>(false);
+  c->add_flag("--no-stored-timing", *no_stored,
+              "Do not time loading the source state from a snapshot on disk (no scratch files)");
   c->callback([=] {
     const auto [n_calib, n_eval] = map::parse_split_counts(*split, "study sweep");
     map::SweepOptions opts = *o;
@@ -64,6 +78,21 @@ void register_sweep_command(CLI::App& study) {
       opts.prompts = read_prompt_list(pl, *src.tokenizer, src.model->config().n_vocab, "study sweep");
       if (opts.prompts.empty()) fail_field("study sweep", "prompts", "at least one non-empty prompt", "none");
     }
+    if (!budget->empty()) opts.budget = map::FidelityBudget::parse(*budget, "study sweep");
+    // The source snapshots for the stored-state timing live in a scratch directory, removed here.
+    std::string scratch;
+    if (!*no_stored) {
+      std::string tmpl = (std::filesystem::temp_directory_path() / "ember-sweep-XXXXXX").string();
+      if (!::mkdtemp(tmpl.data())) fail("study sweep", "cannot create a scratch directory");
+      scratch = opts.work_dir = tmpl;
+    }
+    struct Remove {
+      std::string path;
+      ~Remove() {
+        std::error_code ec;
+        if (!path.empty()) std::filesystem::remove_all(path, ec);
+      }
+    } remove{scratch};
     const map::SweepResult r = map::run_sweep(opts);
     std::cout << r.table();
     if (!json_path->empty()) write_file_atomic(*json_path, r.to_json().dump(2) + "\n", *force);

@@ -89,7 +89,7 @@ std::vector<Planned> plan_tensors(const SynthSpec& s) {
     }
     p.push_back({b + "attn_output.weight", {q_dim, h}, Init::normal, proj(q_dim)});
     p.push_back({b + "ffn_norm.weight", {h}, Init::norm});
-    p.push_back({b + "ffn_gate.weight", {h, ffn}, Init::normal, proj(h)});
+    if (s.ffn_activation != "gelu") p.push_back({b + "ffn_gate.weight", {h, ffn}, Init::normal, proj(h)});
     p.push_back({b + "ffn_up.weight", {h, ffn}, Init::normal, proj(h)});
     p.push_back({b + "ffn_down.weight", {ffn, h}, Init::normal, proj(ffn)});
   }
@@ -186,6 +186,13 @@ SynthSpec resolve_synth_spec(SynthSpec s) {
     fail_field(kWhere, "rope scaling llama3",
                "factor > 0, original context >= 1, high_freq_factor > low_freq_factor",
                "an inconsistent setting");
+  if (s.ffn_activation != "swiglu" && s.ffn_activation != "gelu")
+    fail_field(kWhere, "--activation", "swiglu or gelu", "'" + s.ffn_activation + "'");
+  if (s.norm != "rmsnorm" && s.norm != "layernorm")
+    fail_field(kWhere, "--norm", "rmsnorm or layernorm", "'" + s.norm + "'");
+  if ((s.ffn_activation != "swiglu" || s.norm != "rmsnorm") && !llama)
+    fail_field(kWhere, "--activation/--norm", "the defaults for arch " + s.arch + " (toy models are llama)",
+               s.ffn_activation + "/" + s.norm);
   if (s.context == 0) s.context = 4096;
   require_positive(s.context, "--context", int64_t(1) << 24);
   if (s.rope_theta == 0) s.rope_theta = llama ? 10000.0 : 1e6;
@@ -235,6 +242,8 @@ GgufWriter synth_model(const SynthSpec& spec_in, std::vector<SynthTensorNote>* f
   w.set_u32("general.file_type", llama_file_type(s.type));
   if (traits(s.type).block_elems > 1) w.set_u32("general.quantization_version", 2);
   w.set_u64("ember.synth.seed", s.seed);
+  if (s.ffn_activation != "swiglu") w.set_string("ember.toy.ffn_activation", s.ffn_activation);
+  if (s.norm != "rmsnorm") w.set_string("ember.toy.norm", s.norm);
   write_synth_tokenizer(w, s.vocab, s.pre_tokenizer);
 
   auto spec = std::make_shared<const SynthSpec>(s);

@@ -29,6 +29,9 @@ struct SynthSpec {
   int64_t rope_original_context = 0;
   TensorType type = TensorType::F32;
   uint64_t seed = 0;
+  // The toy-model MLP and norm (model/config.h; llama only, written as ember.toy.* keys when
+  // not the defaults): swiglu | gelu (no ffn_gate tensor), rmsnorm | layernorm.
+  std::string ffn_activation = "swiglu", norm = "rmsnorm";
   // tokenizer.ggml.pre: "bloom" (llama.cpp knows it; for the synthetic vocabulary it gives the
   // ids "ember-bytes" gives on valid UTF-8; `ember model synth` writes it by default) or
   // "ember-bytes" (no split, any bytes; llama.cpp refuses the name). The library default stays
@@ -52,5 +55,22 @@ struct SynthTensorNote {  // a matrix stored in another type than asked (row len
 // A writer holding the whole model; tensor bytes are generated while writing (streaming).
 // `fallbacks` (optional) receives the matrices whose type fell back.
 GgufWriter synth_model(const SynthSpec& spec, std::vector<SynthTensorNote>* fallbacks = nullptr);
+
+// A model derived from `base` (`ember model synth --derive-from`): the same metadata,
+// geometry, tensor names, shapes and types, sharing its lower part byte for byte and re-drawn
+// above it, so that map::shared_layers finds exactly s = share_layers:
+//   kept:      token_embd.weight, rope_freqs.weight (computed, not random), every tensor of
+//              blk.0 .. blk.(share_layers-1), and any other tensor outside blk.* and output*;
+//   re-drawn:  every tensor of blk.share_layers .. blk.(L-1), output_norm.weight and, when the
+//              model is untied, output.weight (the upper part of the network is what a
+//              fine-tune of the top changes; a tied model's LM head is token_embd, kept).
+// Re-drawn tensors use the synthetic initialization (norms 1 + N(0, 0.05^2), biases
+// N(0, 0.05^2), matrices N(0, 1/row_length), output.weight N(0, 4/hidden)) from `seed`
+// (salted, so a base synthesized with the same seed still differs), encoded in the base
+// tensor's own type. general.name gets a "-derived-s<S>" suffix; ember.derive.share_layers
+// and ember.derive.seed record the derivation. Error naming the base file and the field when
+// share_layers is outside [0, L] or a re-drawn tensor's type has no encoder.
+// `base` must outlive the writer's write (the kept tensors are streamed from its mapping).
+GgufWriter derive_model(const GgufFile& base, int64_t share_layers, uint64_t seed);
 
 }  // namespace ember::gguf

@@ -8,7 +8,7 @@ namespace ember::map {
 
 double layer_macs(const model::ModelConfig& c) {
   const double e = c.n_embd, q = double(c.n_heads) * c.head_dim, kv = double(c.n_kv_heads) * c.head_dim;
-  return e * q /* Q */ + 2 * e * kv /* K, V */ + q * e /* O */ + 3 * e * c.n_ff /* gate, up, down */;
+  return e * q /* Q */ + 2 * e * kv /* K, V */ + q * e /* O */ + (c.ffn_activation == model::FfnActivation::gelu ? 2 : 3) * e * c.n_ff /* (gate,) up, down */;
 }
 
 double kv_projection_macs(const model::ModelConfig& c) {

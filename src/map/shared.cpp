@@ -16,7 +16,8 @@ std::string layer_semantics(const model::ModelConfig& c) {
          std::to_string(c.head_dim) + " F" + std::to_string(c.n_ff) + " rope " +
          model::rope_layout_name(c.rope_layout) + " " + std::to_string(c.rope_theta) + " " +
          c.rope_scaling.type + " " + std::to_string(c.rope_scaling.factor) + " eps " +
-         std::to_string(c.rms_eps) + (c.qkv_bias ? " qkv-bias" : "") + (c.qk_norm ? " qk-norm" : "");
+         std::to_string(c.rms_eps) + (c.qkv_bias ? " qkv-bias" : "") + (c.qk_norm ? " qk-norm" : "") + " " +
+         model::ffn_activation_name(c.ffn_activation) + " " + model::norm_kind_name(c.norm);
 }
 
 // name -> tensor hash of the tensors whose name starts with prefix.

@@ -218,6 +218,8 @@ AnchorStudyResult run_anchor_study(const AnchorStudyOptions& o) {
     spec.context = 256;
     spec.tied = false;
     spec.seed = seed;
+    spec.ffn_activation = o.activation;
+    spec.norm = o.norm;
     gguf::synth_model(gguf::resolve_synth_spec(spec)).write_file(src_path, true);
     write_perturbed_target(src_path, tgt_path, o.layers, o.alpha, seed);
 
@@ -321,7 +323,9 @@ nlohmann::json AnchorStudyResult::to_json() const {
                  {"alpha", o.alpha}, {"prompt_length", {o.min_len, o.max_len}},
                  {"lambda_affine", o.lambda_affine}, {"lambda_anchor", o.lambda_anchor},
                  {"shared_layers", 1}, {"hybrid_anchor", 1}, {"decode", "one-token"},
-                 {"architecture", "llama (RMSNorm, RoPE, SwiGLU), untied LM head"},
+                 {"activation", o.activation}, {"norm", o.norm},
+                 {"architecture", "llama (" + std::string(o.norm == "layernorm" ? "LayerNorm" : "RMSNorm") + ", RoPE, " +
+                                      (o.activation == "gelu" ? "GELU" : "SwiGLU") + " MLP), untied LM head"},
                  {"numerics_contract", "canonical-v1"}};
   nlohmann::json methods;
   for (size_t mi = 0; mi < kAnchorMethodCount; ++mi) methods[kAnchorMethods[mi]] = overall[mi].to_json();

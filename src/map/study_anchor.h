@@ -1,8 +1,10 @@
 #pragma once
 // The controlled recompute-anchor study of seed 001, on ember's own engine.
 //
-// Per seed: a random llama-architecture source model (4 layers, hidden 24, 4 heads = 4 KV
-// heads of dim 6, SwiGLU FFN 64, untied LM head, ember's synthetic-model initialization) and
+// Per seed: a random llama-architecture source model (by default 4 layers, hidden 24, 4 heads =
+// 4 KV heads of dim 6, SwiGLU FFN 64, RMSNorm, untied LM head, ember's synthetic-model
+// initialization; --layers/--hidden/--heads/--ffn/--alpha/--activation gelu/--norm layernorm
+// give seed 001's own configuration) and
 // a target that is a copy of it with every tensor of layers 1..3 and the LM head perturbed:
 //   w' = w + alpha * sd(w) * N(0, 1),  alpha = 0.12,  sd(w) = the tensor's standard deviation
 // (embeddings, layer 0 and the final norm stay byte-identical, verified by tensor hashes:
@@ -28,6 +30,8 @@ struct AnchorStudyOptions {
   int eval_prompts = 48;
   int layers = 4, hidden = 24, heads = 4, kv_heads = 4, ffn = 64, vocab = 258;
   double alpha = 0.12;
+  std::string activation = "swiglu";  // swiglu | gelu (seed 001's toy MLP)
+  std::string norm = "rmsnorm";       // rmsnorm | layernorm
   int min_len = 8, max_len = 24;
   double lambda_affine = 1e-3;
   double lambda_anchor = 10.0;

@@ -5,17 +5,22 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <filesystem>
 #include <map>
 #include <set>
 
+#include "kv/snapshot.h"
 #include "map/anchor.h"
 #include "map/collect.h"
 #include "map/mapper.h"
 #include "map/metrics.h"
 #include "map/shared.h"
+#include "map/target_coords.h"
 #include "model/engine.h"
 #include "tokenizer/tokenizer.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/open_file.h"
 #include "util/progress.h"
 
 namespace ember::map {
@@ -54,6 +59,18 @@ std::vector<int32_t> greedy(model::Engine& e, model::KvCache& cache, std::vector
   return out;
 }
 
+std::string fmt3(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f", v);
+  return b;
+}
+
+std::string fmte(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3e", v);
+  return b;
+}
+
 }  // namespace
 
 SweepResult run_sweep(const SweepOptions& o) {
@@ -74,6 +91,16 @@ SweepResult run_sweep(const SweepOptions& o) {
   const int L = tgt.config().n_layers;
   if (src.config().n_layers != L)
     fail_field(where, "target layers", std::to_string(src.config().n_layers) + " (as the source)", std::to_string(L));
+  // The anchors swept (checked before any work is done).
+  std::vector<int> anchors = o.anchors;
+  if (anchors.empty())
+    for (int a = s; a <= L; ++a) anchors.push_back(a);
+  std::sort(anchors.begin(), anchors.end());
+  anchors.erase(std::unique(anchors.begin(), anchors.end()), anchors.end());
+  for (int a : anchors)
+    if (a < s || a > L)
+      fail_field(where, "--anchors", "each in [s, L] = [" + std::to_string(s) + ", " + std::to_string(L) + "]",
+                 std::to_string(a));
 
   // Prompts, tokenized with the shared tokenizer (BOS as the model adds it), split frozen.
   std::vector<std::vector<int32_t>> given = o.prompts;
@@ -89,11 +116,31 @@ SweepResult run_sweep(const SweepOptions& o) {
   }
   const PromptSplit split = PromptSplit::make(hashes, o.n_calib, o.n_eval, o.seed);
   if (o.kind != "affine" && o.kind != "ridge") fail_field(where, "kind", "affine or ridge", o.kind);
+  // The budget's prompts: the first budget_prompts calibration prompts. Withheld from the fit
+  // (the fit's split puts them on its evaluation side, so the fit gate refuses them) unless
+  // budget_in_sample: a mapper judged on the prompts it was fitted on looks far better than
+  // it is when the calibration set is small (sweep_budget.h).
+  PromptSplit fit_split = split;
+  std::vector<std::string> budget_hashes;
+  if (o.budget.active()) {
+    if (o.budget_prompts < 1) fail_field(where, "--budget-prompts", ">= 1", std::to_string(o.budget_prompts));
+    const size_t nb = std::min(split.calib.size(), size_t(o.budget_prompts));
+    budget_hashes.assign(split.calib.begin(), split.calib.begin() + std::ptrdiff_t(nb));
+    if (!o.budget_in_sample) {
+      if (size_t(o.budget_prompts) >= split.calib.size())
+        fail_field(where, "--budget-prompts", "fewer than the " + std::to_string(split.calib.size()) +
+                                                  " calibration prompts (the rest fit the mapper)",
+                   std::to_string(o.budget_prompts));
+      fit_split.calib.assign(split.calib.begin() + std::ptrdiff_t(nb), split.calib.end());
+      fit_split.eval = budget_hashes;
+      fit_split.eval.insert(fit_split.eval.end(), split.eval.begin(), split.eval.end());
+    }
+  }
   CollectOptions co;
   co.threads = o.threads;
   co.progress_label = "sweep collect";
   const CalibrationSet calib = collect_calibration(src, src_model->identity(), tgt, tgt_model->identity(),
-                                                   prompts, split, src_tok->identity(), s, co);
+                                                   prompts, fit_split, src_tok->identity(), s, co);
   MapperOptions mo;
   mo.kind = parse_mapper_kind(o.kind, where);
   mo.lambda = o.lambda;
@@ -124,6 +171,8 @@ SweepResult run_sweep(const SweepOptions& o) {
                     {"shared_layers", s},
                     {"first_difference", shared.first_diff},
                     {"calibration_split_hash", split.hash()},
+                    {"fit_split_hash", fit_split.hash()},
+                    {"fit_prompts", fit_split.calib.size()},
                     {"calib_prompts", o.n_calib},
                     {"eval_prompts", o.n_eval},
                     {"mapper", {{"kind", o.kind}, {"anchor_identity", mo.anchor_identity},
@@ -132,7 +181,8 @@ SweepResult run_sweep(const SweepOptions& o) {
                     {"engine", src.fingerprint()},
                     {"threads", o.threads}};
 
-  // Rows: identity reuse, then a = s .. L, then the full target prefill (the reference).
+  // Rows: identity reuse, then the anchors (default a = s .. L), then the full target prefill
+  // (the reference).
   struct Config {
     std::string name;
     const Mapper* mapper;
@@ -140,13 +190,87 @@ SweepResult run_sweep(const SweepOptions& o) {
   };
   std::vector<Config> configs;
   configs.push_back({"identity-reuse", &identity, L});
-  for (int a = s; a <= L; ++a) configs.push_back({"anchor", a > s ? &mapper : nullptr, a});
+  for (int a : anchors) configs.push_back({"anchor", a > s ? &mapper : nullptr, a});
   std::vector<SweepRow> rows(configs.size() + 1);
   double full_ttft = 0;
   std::map<std::string, const std::vector<int32_t>*> by_hash;
   for (const auto& p : prompts) by_hash[prompt_hash(p)] = &p;
+  const int repeats = std::max(1, o.timing_repeats);
+  const int G = src.config().n_kv_heads, D = src.config().head_dim, E = src.config().n_embd;
 
+  // The source's prefill of a prompt's prefix: its cache, its residual entering every layer
+  // boundary, the boundary logits, and (over the repeats, min) the seconds from the start at
+  // which the residual reached each boundary (on_residual fires before the layer runs).
+  struct SourceRun {
+    model::KvCache cache;
+    std::vector<std::vector<float>> residual;  // [boundary 0..L][n][E]
+    std::vector<float> logits;
+    std::vector<double> seconds_to;            // [boundary 0..L]
+  };
+  auto source_prefill = [&](std::span<const int32_t> prefix, int cap, int reps) {
+    SourceRun run;
+    run.seconds_to.assign(size_t(L + 1), std::numeric_limits<double>::infinity());
+    for (int r = 0; r < reps; ++r) {
+      std::vector<std::vector<float>> residual(size_t(L + 1));
+      std::vector<double> t(size_t(L + 1), 0.0);
+      model::ForwardHooks hooks;
+      const auto t0 = Clock::now();
+      hooks.on_residual = [&](int b, int, int n, const float* x) {
+        t[size_t(b)] = std::chrono::duration<double>(Clock::now() - t0).count();
+        residual[size_t(b)].assign(x, x + size_t(n) * E);
+      };
+      model::KvCache c = src.new_cache(cap);
+      std::vector<float> logits = src.forward(c, prefix, &hooks);
+      for (int b = 0; b <= L; ++b) run.seconds_to[size_t(b)] = std::min(run.seconds_to[size_t(b)], t[size_t(b)]);
+      run.cache = std::move(c);
+      run.residual = std::move(residual);
+      run.logits = std::move(logits);
+    }
+    return run;
+  };
+
+  // The choice: every configuration's fidelity on the first budget_prompts calibration prompts.
+  std::vector<BudgetCandidate> candidates;
+  if (o.budget.active()) {
+    candidates.resize(configs.size() + 1);
+    Progress progress("sweep: budget", int64_t(budget_hashes.size()), "prompts");
+    for (const std::string& bh : budget_hashes) {
+      const std::vector<int32_t>& p = *by_hash.at(bh);
+      const int P = int(p.size());
+      model::KvCache ref_cache = tgt.new_cache(P + 1);
+      const std::vector<float> ref = tgt.forward(ref_cache, p);
+      const std::span<const int32_t> prefix(p.data(), size_t(P - 1));
+      SourceRun sr = source_prefill(prefix, P, 1);
+      const int32_t last = p[size_t(P - 1)];
+      for (size_t ci = 0; ci < configs.size(); ++ci) {
+        const Config& cf = configs[ci];
+        AnchorReport report;
+        model::KvCache c = anchor_handoff(tgt, src.config(), cf.mapper, sr.cache, prefix,
+                                          cf.a < L ? sr.residual[size_t(cf.a)].data() : nullptr, s, cf.a, P + 1, &report);
+        const std::vector<float> l = tgt.forward(c, std::span<const int32_t>(&last, 1));
+        const LogitComparison cmp = compare_logits(l.data(), ref.data(), int(ref.size()));
+        BudgetCandidate& bc = candidates[ci];
+        bc.config = cf.name;
+        bc.a = cf.a;
+        bc.work_saved = report.prefill_work_saved();
+        bc.mapping_macs = report.mapping_macs_per_token;
+        ++bc.comparisons;
+        bc.agree += cmp.same_argmax;
+        bc.sum_kl += cmp.kl;
+        bc.sum_rel += cmp.rel_l2;
+      }
+      BudgetCandidate& full = candidates.back();
+      full.config = "full-prefill";
+      full.a = 0;
+      ++full.comparisons;
+      ++full.agree;
+      progress.step();
+    }
+  }
+
+  const bool stored = !o.work_dir.empty();
   Progress progress("sweep eval", int64_t(split.eval.size()), "prompts");
+  int prompt_index = 0;
   for (const std::string& h : split.eval) {
     const std::vector<int32_t>& p = *by_hash.at(h);
     const int P = int(p.size());
@@ -155,7 +279,7 @@ SweepResult run_sweep(const SweepOptions& o) {
     double best = std::numeric_limits<double>::infinity();
     std::vector<float> ref;
     model::KvCache ref_cache;
-    for (int r = 0; r < std::max(1, o.timing_repeats); ++r) {
+    for (int r = 0; r < repeats; ++r) {
       const auto t0 = Clock::now();
       model::KvCache c = tgt.new_cache(cap);
       std::vector<float> l = tgt.forward(c, p);
@@ -167,14 +291,44 @@ SweepResult run_sweep(const SweepOptions& o) {
     const std::vector<int32_t> ref_seq = greedy(tgt, ref_cache, ref, o.greedy_steps);
 
     const std::span<const int32_t> prefix(p.data(), size_t(P - 1));
-    std::vector<std::vector<float>> residual(size_t(L + 1));
-    model::ForwardHooks hooks;
-    hooks.on_residual = [&](int b, int, int n, const float* x) {
-      residual[size_t(b)].assign(x, x + size_t(n) * src.config().n_embd);
-    };
-    model::KvCache src_cache = src.new_cache(P);
-    src.forward(src_cache, prefix, &hooks);
+    const SourceRun sr = source_prefill(prefix, P, repeats);
     const int32_t last = p[size_t(P - 1)];
+    const double n_prefix = double(P - 1);
+
+    // The stored source state: written once (untimed), read back (timed, min over repeats).
+    double load_snapshot = 0, load_residual = 0;
+    if (stored) {
+      const std::string base = o.work_dir + "/source-" + std::to_string(prompt_index);
+      kv::SnapshotManifest m = target_coordinates(src, src_tok->identity());
+      m.prefix.tokens.assign(prefix.begin(), prefix.end());
+      m.resume.token = first_argmax(sr.logits.data(), int(sr.logits.size()));
+      m.resume.position = P - 1;
+      model::KvCache exact(L, G, D, P - 1);
+      exact.n_pos = P - 1;
+      exact.copy_prefix(sr.cache, P - 1);
+      kv::seal_manifest(m, exact, where);
+      kv::write_state_dir(m, nullptr, exact, base + ".snapshot", true);
+      const std::vector<float>& rows_at_s = sr.residual[size_t(s)];  // every boundary's rows have this size
+      write_file_atomic(base + ".residual.f32",
+                        std::string_view(reinterpret_cast<const char*>(rows_at_s.data()), rows_at_s.size() * sizeof(float)), true);
+      load_snapshot = load_residual = std::numeric_limits<double>::infinity();
+      for (int r = 0; r < repeats; ++r) {
+        const auto t0 = Clock::now();
+        const kv::StateDir sd = kv::read_state_dir(base + ".snapshot");
+        const auto t1 = Clock::now();
+        uint64_t size = 0;
+        const int fd = open_regular_file(base + ".residual.f32", &size);
+        const std::string bytes = read_all_and_close(fd, size, base + ".residual.f32");
+        const auto t2 = Clock::now();
+        if (sd.cache.n_pos != P - 1 || bytes.size() != rows_at_s.size() * sizeof(float))
+          fail(where, "the stored source state read back differs in size from what was written");
+        load_snapshot = std::min(load_snapshot, std::chrono::duration<double>(t1 - t0).count());
+        load_residual = std::min(load_residual, std::chrono::duration<double>(t2 - t1).count());
+      }
+      std::error_code ec;
+      std::filesystem::remove_all(base + ".snapshot", ec);
+      std::filesystem::remove(base + ".residual.f32", ec);
+    }
 
     for (size_t ci = 0; ci < configs.size(); ++ci) {
       const Config& cf = configs[ci];
@@ -182,10 +336,10 @@ SweepResult run_sweep(const SweepOptions& o) {
       std::vector<float> logits;
       model::KvCache cache;
       AnchorReport report;
-      for (int r = 0; r < std::max(1, o.timing_repeats); ++r) {
+      for (int r = 0; r < repeats; ++r) {
         const auto t0 = Clock::now();
-        model::KvCache c = anchor_handoff(tgt, src.config(), cf.mapper, src_cache, prefix,
-                                          cf.a < L ? residual[size_t(cf.a)].data() : nullptr,
+        model::KvCache c = anchor_handoff(tgt, src.config(), cf.mapper, sr.cache, prefix,
+                                          cf.a < L ? sr.residual[size_t(cf.a)].data() : nullptr,
                                           s, cf.a, cap, &report);
         std::vector<float> l = tgt.forward(c, std::span<const int32_t>(&last, 1));
         t_best = std::min(t_best, std::chrono::duration<double>(Clock::now() - t0).count());
@@ -208,20 +362,31 @@ SweepResult run_sweep(const SweepOptions& o) {
       row.mean_kl += cmp.kl;
       if (!(cmp.kl <= row.max_kl)) row.max_kl = cmp.kl;  // a NaN propagates
       row.ttft_seconds += t_best;
+      // What the handoff reads from the source: K/V of layers [0, a), the residual at a.
+      const bool needs_residual = cf.a > 0 && cf.a < L;
+      const double src_seconds = cf.a == 0 ? 0.0 : sr.seconds_to[size_t(cf.a)];
+      const double load = (cf.a > 0 ? load_snapshot : 0.0) + (needs_residual ? load_residual : 0.0);
+      row.source_prefill_seconds += src_seconds;
+      row.load_seconds += load;
+      row.ttft_with_source_seconds += src_seconds + t_best;
+      row.ttft_stored_seconds += load + t_best;
+      row.handoff_bytes += n_prefix * (double(cf.a) * G * D * 2 * 2 + (needs_residual ? double(E) * 4 : 0.0));
       const std::vector<int32_t> seq = greedy(tgt, cache, logits, o.greedy_steps);
       int match = 0;
       while (match < o.greedy_steps && seq[size_t(match)] == ref_seq[size_t(match)]) ++match;
       row.greedy_prefix_agreement += double(match) / o.greedy_steps;
       row.greedy_exact += match == o.greedy_steps;
     }
+    ++prompt_index;
     progress.step();
   }
   progress.finish();
+  res.provenance["anchors"] = anchors;
   SweepRow& full = rows.back();
   full.config = "full-prefill";
   full.comparisons = full.agree = full.bit_identical = full.greedy_exact = int64_t(split.eval.size());
   full.greedy_prefix_agreement = double(split.eval.size());
-  full.ttft_seconds = full_ttft;
+  full.ttft_seconds = full.ttft_with_source_seconds = full.ttft_stored_seconds = full_ttft;
   for (SweepRow& row : rows) {
     if (row.comparisons) {
       row.mean_rel_err /= double(row.comparisons);
@@ -229,6 +394,32 @@ SweepResult run_sweep(const SweepOptions& o) {
       row.greedy_prefix_agreement /= double(row.comparisons);
     }
     row.ttft_ratio = full_ttft > 0 ? row.ttft_seconds / full_ttft : 0.0;
+    row.ttft_with_source_ratio = full_ttft > 0 ? row.ttft_with_source_seconds / full_ttft : 0.0;
+    row.ttft_stored_ratio = stored && full_ttft > 0 ? row.ttft_stored_seconds / full_ttft : 0.0;
+    if (!stored) row.ttft_stored_seconds = 0;
+  }
+  res.stored_measured = stored;
+  if (o.budget.active()) {
+    const int pick = choose_cheapest(candidates, o.budget);  // the full prefill always meets it
+    nlohmann::json cj = nlohmann::json::array();
+    for (const BudgetCandidate& c : candidates) cj.push_back(c.to_json());
+    const SweepRow& held = rows[size_t(pick < 0 ? int(rows.size()) - 1 : pick)];
+    res.choice = {{"budget", o.budget.text()},
+                  {"judged_on", std::to_string(budget_hashes.size()) +
+                                    (o.budget_in_sample ? " calibration prompts the mapper was fitted on (in sample)"
+                                                        : " calibration prompts withheld from the fit")},
+                  {"cost_order", "prefill work saved (weight MACs), then mapping work: deterministic"},
+                  {"candidates", cj},
+                  {"chosen", {{"config", held.config}, {"a", held.a}, {"index", pick}}},
+                  {"calibration", pick < 0 ? nlohmann::json() : candidates[size_t(pick)].to_json()},
+                  {"held_out", {{"comparisons", held.comparisons}, {"agree", held.agree},
+                                {"agreement", held.comparisons ? double(held.agree) / double(held.comparisons) : 0.0},
+                                {"mean_kl", held.mean_kl}, {"mean_rel_logit_error", held.mean_rel_err},
+                                {"greedy_exact", held.greedy_exact},
+                                {"ttft_ratio_vs_full_prefill", held.ttft_ratio},
+                                {"ttft_with_source_ratio", held.ttft_with_source_ratio},
+                                {"ttft_stored_ratio", stored ? nlohmann::json(held.ttft_stored_ratio) : nlohmann::json()},
+                                {"prefill_work_saved", held.prefill_work_saved}}}};
   }
   res.rows = std::move(rows);
   return res;
@@ -247,9 +438,22 @@ nlohmann::json SweepResult::to_json() const {
                         : "source and target are different models sharing a tokenizer";
   j["protocol"] = {{"decode", "the last prompt token, then greedy"},
                    {"greedy_steps", options.greedy_steps},
-                   {"ttft", "handoff + first decode (source prefill not counted), min of " +
-                                std::to_string(options.timing_repeats) + " runs per prompt, summed"},
+                   {"ttft", "ttft_seconds: handoff + first decode (the source state already in memory), min of " +
+                                std::to_string(options.timing_repeats) + " runs per prompt, summed over prompts"},
+                   {"ttft_with_source",
+                    "ttft_with_source_seconds: + the source's prefill of the prefix up to the boundary the handoff "
+                    "reads (through layer a-1; all layers for a = L; nothing for a = 0), timed in the same source "
+                    "prefill by the residual hook; the state moves in memory"},
+                   {"ttft_stored",
+                    stored_measured
+                        ? "ttft_stored_seconds: + reading the source state from disk instead: kv::read_state_dir of "
+                          "its ember.kv-snapshot.v1 (all layers, SHA-256 checked, warm page cache) when a > 0, plus "
+                          "the f32 residual rows when 0 < a < L"
+                        : "not measured (no work directory)"},
+                   {"ratios", "each TTFT divided by the target's full prefill of the same prompts, measured in the same run"},
+                   {"handoff_bytes", "K/V of layers [0, a) in f16 plus the f32 residual when 0 < a < L, summed over prompts"},
                    {"reference", "target full prefill of the whole prompt"}};
+  if (!choice.is_null()) j["choice"] = choice;
   j["provenance"] = provenance;
   nlohmann::json rows_j = nlohmann::json::array();
   for (const SweepRow& r : rows)
@@ -263,7 +467,13 @@ nlohmann::json SweepResult::to_json() const {
                       {"greedy_prefix_agreement", r.greedy_prefix_agreement},
                       {"greedy_exact", r.greedy_exact},
                       {"ttft_seconds", r.ttft_seconds}, {"ttft_ratio_vs_full_prefill", r.ttft_ratio},
-                      {"prefill_work_saved", r.prefill_work_saved}});
+                      {"prefill_work_saved", r.prefill_work_saved},
+                      {"source_prefill_seconds", r.source_prefill_seconds}, {"load_seconds", r.load_seconds},
+                      {"ttft_with_source_seconds", r.ttft_with_source_seconds},
+                      {"ttft_with_source_ratio", r.ttft_with_source_ratio},
+                      {"ttft_stored_seconds", stored_measured ? nlohmann::json(r.ttft_stored_seconds) : nlohmann::json()},
+                      {"ttft_stored_ratio", stored_measured ? nlohmann::json(r.ttft_stored_ratio) : nlohmann::json()},
+                      {"handoff_bytes", r.handoff_bytes}});
   j["rows"] = rows_j;
   return j;
 }
@@ -271,20 +481,44 @@ nlohmann::json SweepResult::to_json() const {
 std::string SweepResult::table() const {
   std::string out = "sweep (" + label + ", " + options.kind + " maps): s = " + std::to_string(provenance.value("shared_layers", 0)) +
                     " shared layers\n";
-  char line[320];
-  std::snprintf(line, sizeof line, "%-16s %3s %10s %9s %14s %14s %11s %11s %11s %9s %10s %10s\n", "config",
+  char line[1024];
+  std::snprintf(line, sizeof line, "%-16s %3s %10s %9s %14s %14s %11s %11s %11s %9s %10s %10s %10s %10s\n", "config",
                 "a", "agreement", "bitexact", "mean rel err", "max rel err", "mean KL", "max KL", "greedy-pfx",
-                "greedy=", "TTFT/full", "work saved");
+                "greedy=", "TTFT/full", "+src/full", "load/full", "work saved");
   out += line;
   for (const SweepRow& r : rows) {
     std::string name = r.config;
     if (r.pure_mapping) name = "pure-mapping";
     if (r.exact_hybrid) name = "exact-hybrid";
     std::snprintf(line, sizeof line,
-                  "%-16s %3d %5lld/%-4lld %9lld %13.4e%% %13.4e%% %11.3e %11.3e %11.3f %4lld/%-4lld %10.3f %9.1f%%\n",
+                  "%-16s %3d %5lld/%-4lld %9lld %13.4e%% %13.4e%% %11.3e %11.3e %11.3f %4lld/%-4lld %10.3f %10.3f %10s %9.1f%%\n",
                   name.c_str(), r.a, (long long)r.agree, (long long)r.comparisons, (long long)r.bit_identical,
                   100 * r.mean_rel_err, 100 * r.max_rel_err, r.mean_kl, r.max_kl, r.greedy_prefix_agreement,
-                  (long long)r.greedy_exact, (long long)r.comparisons, r.ttft_ratio, 100 * r.prefill_work_saved);
+                  (long long)r.greedy_exact, (long long)r.comparisons, r.ttft_ratio, r.ttft_with_source_ratio,
+                  stored_measured ? fmt3(r.ttft_stored_ratio).c_str() : "-", 100 * r.prefill_work_saved);
+    out += line;
+  }
+  out += "TTFT/full: handoff + first decode; +src/full: plus the source's prefill up to the boundary; load/full: "
+         "plus loading the stored source state instead (ratios to the target's full prefill, same run)\n";
+  if (!choice.is_null()) {
+    const nlohmann::json& ch = choice["chosen"];
+    const nlohmann::json& ho = choice["held_out"];
+    const nlohmann::json& ca = choice["calibration"];
+    std::string name = ch["config"].get<std::string>();
+    if (name == "anchor") name += " a = " + std::to_string(ch["a"].get<int>());
+    std::snprintf(line, sizeof line,
+                  "choice (%s, on %s): %s\n  calibration: agreement %s, mean KL %s, mean rel err %s\n"
+                  "  held out: %lld/%lld agree, mean KL %.3e, mean rel err %.4e%%, TTFT/full %.3f, +src/full %.3f, "
+                  "load/full %s, work saved %.1f%%\n",
+                  choice["budget"].get<std::string>().c_str(), choice["judged_on"].get<std::string>().c_str(),
+                  name.c_str(), ca.is_null() ? "-" : fmt3(ca["agreement"].get<double>()).c_str(),
+                  ca.is_null() ? "-" : fmte(ca["mean_kl"].get<double>()).c_str(),
+                  ca.is_null() ? "-" : fmte(ca["mean_rel_logit_error"].get<double>()).c_str(),
+                  (long long)ho["agree"].get<int64_t>(), (long long)ho["comparisons"].get<int64_t>(),
+                  ho["mean_kl"].get<double>(), 100 * ho["mean_rel_logit_error"].get<double>(),
+                  ho["ttft_ratio_vs_full_prefill"].get<double>(), ho["ttft_with_source_ratio"].get<double>(),
+                  ho["ttft_stored_ratio"].is_null() ? "-" : fmt3(ho["ttft_stored_ratio"].get<double>()).c_str(),
+                  100 * ho["prefill_work_saved"].get<double>());
     out += line;
   }
   return out;

@@ -6,17 +6,31 @@
 // of the same prompt; plus identity reuse (the source cache used unchanged). a = L is pure
 // mapping, a = s the exact hybrid.
 //
-// Protocol per evaluation prompt of P tokens: the source prefills the first P-1 tokens (its
-// cache and residuals are the handoff's input, not timed: the premise is that the source
-// already holds them); the handoff builds the target's prefix cache and the target decodes
-// the last prompt token (timed together: "TTFT"), then follows its own argmax for the
-// remaining greedy steps. The reference is the target's full prefill of all P tokens (timed
-// the same way) and its own greedy continuation.
+// Protocol per evaluation prompt of P tokens: the source prefills the first P-1 tokens (timed,
+// with the time at which its residual reaches each layer boundary); the handoff builds the
+// target's prefix cache and the target decodes the last prompt token (timed together), then
+// follows its own argmax for the remaining greedy steps. The reference is the target's full
+// prefill of all P tokens (timed the same way) and its own greedy continuation. Three TTFTs
+// per configuration, each a sum over the evaluation prompts of per-prompt minima over the
+// repeats, and each as a ratio to the full prefill measured in the same run:
+//   ttft_seconds            handoff + first decode: the source state is already in memory;
+//   ttft_with_source        + the source's prefill of the prefix up to what the handoff reads
+//                           (through layer a-1, all layers for a = L; nothing for a = 0); the
+//                           state moves in memory (the handoff's copy, inside the handoff time);
+//   ttft_stored             + loading the source state from disk instead (when work_dir is
+//                           set): kv::read_state_dir of the source's ember.kv-snapshot.v1 of
+//                           the prefix (all layers, SHA-256 checked; written once per prompt,
+//                           untimed, read back warm from the page cache), plus the raw f32
+//                           residual rows at the boundary when 0 < a < L.
+// handoff_bytes: what crosses from the source per prompt (K/V of layers [0, a) in f16, plus
+// the residual in f32 when 0 < a < L), summed.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "map/sweep_budget.h"
 
 namespace ember::map {
 
@@ -36,6 +50,11 @@ struct SweepOptions {
   int timing_repeats = 3;       // TTFT per prompt and configuration: the minimum of these
   int threads = 1;
   std::string label;            // "" -> auto: quantization-boundary if tensor types differ
+  std::vector<int> anchors;     // the anchors swept, each in [s, L]; empty -> every a in [s, L]
+  std::string work_dir;         // scratch for the stored-state timing; "" -> ttft_stored not measured
+  FidelityBudget budget;        // inactive -> no choice made (sweep_budget.h)
+  int budget_prompts = 8;       // calibration prompts the budget is judged on (the first of the split)
+  bool budget_in_sample = false;  // false: those prompts are withheld from the fit; true: fitted on too
 };
 
 struct SweepRow {
@@ -51,6 +70,11 @@ struct SweepRow {
   double ttft_seconds = 0;                // summed over prompts (min over repeats each)
   double ttft_ratio = 0;                  // ttft_seconds / full prefill's
   double prefill_work_saved = 0;          // weight MACs, see AnchorReport
+  double source_prefill_seconds = 0;      // the source's prefill up to the boundary, summed
+  double load_seconds = 0;                // reading the stored source state, summed
+  double ttft_with_source_seconds = 0, ttft_with_source_ratio = 0;
+  double ttft_stored_seconds = 0, ttft_stored_ratio = 0;  // 0 when not measured
+  double handoff_bytes = 0;               // summed over prompts
 };
 
 struct SweepResult {
@@ -58,6 +82,10 @@ struct SweepResult {
   std::string label;
   nlohmann::json provenance;  // identities, shared layers, split/mapper hashes, R²
   std::vector<SweepRow> rows;
+  bool stored_measured = false;
+  // The --fidelity-budget choice (null without one): the budget, the candidates' calibration
+  // fidelity, the chosen configuration and its held-out row.
+  nlohmann::json choice;
   nlohmann::json to_json() const;
   std::string table() const;
   std::string html() const;  // self-contained: inline SVG plots, no network

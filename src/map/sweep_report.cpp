@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "map/sweep.h"
 #include "util/html_report.h"
 
@@ -20,15 +22,28 @@ std::string name_of(const SweepRow& r) {
 
 double agreement(const SweepRow& r) { return r.comparisons ? double(r.agree) / double(r.comparisons) : 0.0; }
 
+std::string protocol_ttft_note() {
+  return "Ratios to the target's full prefill of the same prompts, measured in the same run. Handoff + decode: the "
+         "source state is already in memory. + source prefill: the source also prefills the prefix up to the "
+         "boundary the handoff reads. Stored load: the source state is read from its snapshot on disk instead "
+         "(SHA-256 checked).";
+}
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
 // The TTFT ratio to plot for a row: the one that counts the source's prefill when the result
-// has it (a row key naming "incl_source" and "ratio"), else the handoff-only ratio.
+// has it (a row key naming "with_source" or "incl_source", and "ratio"), else the handoff-only ratio.
 struct TtftColumn {
   std::string key, label;
 };
 TtftColumn ttft_column(const nlohmann::json& rows) {
   for (const auto& r : rows)
     for (const auto& [k, v] : r.items())
-      if (k.find("incl_source") != std::string::npos && k.find("ratio") != std::string::npos && v.is_number())
+      if ((k.find("incl_source") != std::string::npos || k.find("with_source") != std::string::npos) && k.find("ratio") != std::string::npos && v.is_number())
         return {k, "TTFT incl. source prefill / full target prefill"};
   return {"ttft_ratio_vs_full_prefill", "TTFT / full target prefill (source prefill not counted)"};
 }
@@ -201,6 +216,31 @@ std::string SweepResult::html() const {
                             "already holds.")
               : std::string("The plotted TTFT counts the source's prefill (column " + escape(tc.key) + ").")) +
          "</p>\n";
+  // The TTFT protocol's three figures and the budget's choice (plotting them is the report's).
+  h += "<h2>Time to first token, three ways</h2>\n<p>" + escape(protocol_ttft_note()) +
+       "</p>\n<table><tr><th>config</th><th>a</th><th>TTFT / full (handoff + decode)</th>"
+       "<th>+ source prefill / full</th><th>stored load / full</th><th>handed-over bytes</th></tr>\n";
+  for (const SweepRow& r : rows) {
+    std::string name = r.pure_mapping ? "pure mapping" : r.exact_hybrid ? "exact hybrid" : r.config;
+    h += "<tr><td>" + escape(name) + "</td><td>" + (r.config == "full-prefill" ? std::string("-") : std::to_string(r.a)) +
+         "</td><td>" + fmt("%.3f", r.ttft_ratio) + "</td><td>" + fmt("%.3f", r.ttft_with_source_ratio) + "</td><td>" +
+         (stored_measured ? fmt("%.3f", r.ttft_stored_ratio) : std::string("-")) + "</td><td>" +
+         fmt("%.0f", r.handoff_bytes) + "</td></tr>\n";
+  }
+  h += "</table>\n";
+  if (!choice.is_null()) {
+    const nlohmann::json& ch = choice["chosen"];
+    const nlohmann::json& ho = choice["held_out"];
+    std::string name = ch["config"].get<std::string>();
+    if (name == "anchor") name += " a = " + std::to_string(ch["a"].get<int>());
+    h += "<h2>Choice</h2>\n<p>Budget <code>" + escape(choice["budget"].get<std::string>()) + "</code> judged on " +
+         escape(choice["judged_on"].get<std::string>()) + ": <b>" + escape(name) + "</b>. Held out: " +
+         std::to_string(ho["agree"].get<int64_t>()) + "/" + std::to_string(ho["comparisons"].get<int64_t>()) +
+         " next tokens agree, mean KL " + fmt("%.3e", ho["mean_kl"].get<double>()) + ", TTFT / full " +
+         fmt("%.3f", ho["ttft_ratio_vs_full_prefill"].get<double>()) + " (with the source prefill " +
+         fmt("%.3f", ho["ttft_with_source_ratio"].get<double>()) + "), work saved " +
+         fmt("%.1f%%", 100 * ho["prefill_work_saved"].get<double>()) + ".</p>\n";
+  }
   return h + html::page_end();
 }
 

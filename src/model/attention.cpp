@@ -27,7 +27,7 @@ void Engine::Impl::project(int layer, const float* x, int n, int pos0, KvCache& 
   const size_t qd = size_t(H) * D, kd = size_t(G) * D;
   float* xn_ = grow(xn, size_t(n) * E);
   for (int t = 0; t < n; ++t)
-    ops::rmsnorm_row(x + size_t(t) * E, L.attn_norm.data(), E, cfg.rms_eps, xn_ + size_t(t) * E);
+    norm_row(x + size_t(t) * E, L.attn_norm.data(), xn_ + size_t(t) * E);
   float* q_ = grow(q, size_t(n) * qd);
   float* k_ = grow(k, size_t(n) * kd);
   float* v_ = grow(v, size_t(n) * kd);

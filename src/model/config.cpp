@@ -63,6 +63,9 @@ std::string blk(int layer, const char* what) {
 
 }  // namespace
 
+const char* ffn_activation_name(FfnActivation a) { return a == FfnActivation::gelu ? "gelu" : "swiglu"; }
+const char* norm_kind_name(NormKind n) { return n == NormKind::layernorm ? "layernorm" : "rmsnorm"; }
+
 ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   ModelConfig c;
   const std::string arch = f.get_string("general.architecture");
@@ -110,6 +113,17 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
     fail_field(f.path(), p + "attention.layer_norm_rms_epsilon", "in (0, 1)",
                std::to_string(eps));
   c.rms_eps = float(eps);
+
+  const std::string act = f.get_string_or("ember.toy.ffn_activation", "swiglu");
+  const std::string norm = f.get_string_or("ember.toy.norm", "rmsnorm");
+  if (act != "swiglu" && act != "gelu")
+    fail_field(f.path(), "ember.toy.ffn_activation", "swiglu or gelu", "'" + act + "'");
+  if (norm != "rmsnorm" && norm != "layernorm")
+    fail_field(f.path(), "ember.toy.norm", "rmsnorm or layernorm", "'" + norm + "'");
+  if ((act != "swiglu" || norm != "rmsnorm") && c.arch != Arch::llama)
+    fail_field(f.path(), "ember.toy.*", "only in llama files (the study's toy models)", "arch " + arch);
+  c.ffn_activation = act == "gelu" ? FfnActivation::gelu : FfnActivation::swiglu;
+  c.norm = norm == "layernorm" ? NormKind::layernorm : NormKind::rmsnorm;
 
   c.rope_layout = c.arch == Arch::llama ? RopeLayout::normal : RopeLayout::neox;
   const double theta_default = c.arch == Arch::llama ? 10000.0 : 1000000.0;
@@ -179,7 +193,10 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
     expect_shape(f, blk(l, "attn_v.weight"), c.n_embd, kv_dim);
     expect_shape(f, blk(l, "attn_output.weight"), q_dim, c.n_embd);
     expect_shape(f, blk(l, "ffn_norm.weight"), c.n_embd, 0);
-    expect_shape(f, blk(l, "ffn_gate.weight"), c.n_embd, c.n_ff);
+    if (c.ffn_activation == FfnActivation::swiglu)
+      expect_shape(f, blk(l, "ffn_gate.weight"), c.n_embd, c.n_ff);
+    else if (f.find_tensor(blk(l, "ffn_gate.weight")))
+      fail_field(f.path(), "tensor " + blk(l, "ffn_gate.weight"), "absent (a GELU MLP has no gate)", "present");
     expect_shape(f, blk(l, "ffn_up.weight"), c.n_embd, c.n_ff);
     expect_shape(f, blk(l, "ffn_down.weight"), c.n_ff, c.n_embd);
     if (c.qkv_bias) {

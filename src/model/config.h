@@ -29,6 +29,15 @@ struct RopeScaling {
   std::vector<float> freq_factors;
 };
 
+// The block's MLP and norms. swiglu + rmsnorm is every real model ember runs; gelu (an
+// ungated up -> GELU -> down MLP, no ffn_gate tensor) and layernorm (mean-centred, no bias) exist
+// only for the toy models of `study recompute-anchor` (seed 001's configuration), marked in the
+// GGUF by ember's own keys `ember.toy.ffn_activation` / `ember.toy.norm` (llama files only).
+enum class FfnActivation { swiglu, gelu };
+enum class NormKind { rmsnorm, layernorm };
+const char* ffn_activation_name(FfnActivation a);
+const char* norm_kind_name(NormKind n);
+
 struct ModelConfig {
   Arch arch = Arch::llama;
   int n_layers = 0;
@@ -36,7 +45,7 @@ struct ModelConfig {
   int n_heads = 0;     // query heads
   int n_kv_heads = 0;  // key/value heads (GQA when < n_heads)
   int head_dim = 0;    // per head; n_embd / n_heads unless the file says otherwise (qwen3)
-  int n_ff = 0;        // SwiGLU inner size
+  int n_ff = 0;        // MLP inner size
   int n_vocab = 0;
   int n_ctx = 0;       // trained context length from metadata
   float rope_theta = 10000.0f;
@@ -46,6 +55,8 @@ struct ModelConfig {
   bool qkv_bias = false;     // qwen2
   bool qk_norm = false;      // qwen3: per-head RMSNorm of Q and K before RoPE
   bool tied_output = false;  // no output.weight: the LM head is token_embd
+  FfnActivation ffn_activation = FfnActivation::swiglu;
+  NormKind norm = NormKind::rmsnorm;  // attention, MLP and output norms (Q/K norm stays RMS)
 
   // Reads `<arch>.*` keys and the tensor table; Error naming the file and the key/tensor on
   // anything missing or inconsistent.

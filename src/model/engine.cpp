@@ -145,8 +145,7 @@ void Engine::lm_head(const float* x, int n, float* logits) {
   const int E = I.cfg.n_embd;
   float* xn = grow(I.xn, size_t(n) * E);
   for (int t = 0; t < n; ++t)
-    ops::rmsnorm_row(x + size_t(t) * E, I.w.output_norm.data(), E, I.cfg.rms_eps,
-                     xn + size_t(t) * E);
+    I.norm_row(x + size_t(t) * E, I.w.output_norm.data(), xn + size_t(t) * E);
   ops::matmul(I.w.output, xn, n, logits, I.pool);  // (V, E) @ (n, E) -> (n, V)
 }
 

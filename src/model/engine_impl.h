@@ -32,6 +32,8 @@ struct Engine::Impl {
   std::vector<float> gate, up;  // (n, F)
   std::vector<float> cos, sin;  // (n, D/2) RoPE of the call's positions
 
+  // The block/output norm of this model (RMSNorm, or LayerNorm for the toy models). x, y (E,).
+  void norm_row(const float* x, const float* weight, float* y) const;
   // Checks the cache geometry and that [pos0, pos0 + n) lies below position_limit(), then
   // grows the cache to hold those positions (doubling, capped at the limit).
   void make_room(KvCache& cache, int pos0, int n, const char* what) const;

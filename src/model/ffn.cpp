@@ -1,4 +1,5 @@
-// The second half of a layer: O-projection with the residual add, then the SwiGLU MLP.
+// The second half of a layer: O-projection with the residual add, then the MLP (SwiGLU; GELU
+// for the study's toy models).
 #include "model/engine_impl.h"
 #include "ops/activations.h"
 #include "ops/norm.h"
@@ -12,6 +13,13 @@ void add_rows(float* x, const float* y, size_t count) {
 }
 }  // namespace
 
+void Engine::Impl::norm_row(const float* x, const float* weight, float* y) const {
+  if (cfg.norm == NormKind::layernorm)
+    ops::layernorm_row(x, weight, cfg.n_embd, cfg.rms_eps, y);
+  else
+    ops::rmsnorm_row(x, weight, cfg.n_embd, cfg.rms_eps, y);
+}
+
 void Engine::Impl::finish_layer(int layer, int n, int pos0, float* x, const ForwardHooks* hooks) {
   const LayerWeights& L = w.layers[size_t(layer)];
   const int E = cfg.n_embd, F = cfg.n_ff;
@@ -22,15 +30,20 @@ void Engine::Impl::finish_layer(int layer, int n, int pos0, float* x, const Forw
   add_rows(x, o_, rows);
 
   float* xn_ = grow(xn, rows);
-  for (int t = 0; t < n; ++t)
-    ops::rmsnorm_row(x + size_t(t) * E, L.ffn_norm.data(), E, cfg.rms_eps, xn_ + size_t(t) * E);
-  float* g_ = grow(gate, size_t(n) * F);
+  for (int t = 0; t < n; ++t) norm_row(x + size_t(t) * E, L.ffn_norm.data(), xn_ + size_t(t) * E);
   float* u_ = grow(up, size_t(n) * F);
-  const ops::WeightMatrix gate_up[2] = {L.w_gate, L.w_up};  // (F, E) @ (n, E) -> (n, F)
-  float* const gu[2] = {g_, u_};
-  ops::matmul_shared(gate_up, xn_, n, gu, pool);
-  ops::silu_mul_row(g_, u_, int64_t(n) * F, g_);
-  ops::matmul(L.w_down, g_, n, o_, pool);   // (E, F) @ (n, F) -> (n, E)
+  if (cfg.ffn_activation == FfnActivation::gelu) {
+    ops::matmul(L.w_up, xn_, n, u_, pool);  // (F, E) @ (n, E) -> (n, F)
+    ops::gelu_row(u_, int64_t(n) * F, u_);
+    ops::matmul(L.w_down, u_, n, o_, pool);  // (E, F) @ (n, F) -> (n, E)
+  } else {
+    float* g_ = grow(gate, size_t(n) * F);
+    const ops::WeightMatrix gate_up[2] = {L.w_gate, L.w_up};  // (F, E) @ (n, E) -> (n, F)
+    float* const gu[2] = {g_, u_};
+    ops::matmul_shared(gate_up, xn_, n, gu, pool);
+    ops::silu_mul_row(g_, u_, int64_t(n) * F, g_);
+    ops::matmul(L.w_down, g_, n, o_, pool);  // (E, F) @ (n, F) -> (n, E)
+  }
   add_rows(x, o_, rows);
 }
 

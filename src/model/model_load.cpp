@@ -54,7 +54,7 @@ class LoadedModel final : public Model {
       L.wk = matrix(file_, blk(l, "attn_k.weight"), types);
       L.wv = matrix(file_, blk(l, "attn_v.weight"), types);
       L.wo = matrix(file_, blk(l, "attn_output.weight"), types);
-      L.w_gate = matrix(file_, blk(l, "ffn_gate.weight"), types);
+      if (c.ffn_activation == FfnActivation::swiglu) L.w_gate = matrix(file_, blk(l, "ffn_gate.weight"), types);
       L.w_up = matrix(file_, blk(l, "ffn_up.weight"), types);
       L.w_down = matrix(file_, blk(l, "ffn_down.weight"), types);
       L.attn_norm = vec(file_, blk(l, "attn_norm.weight"));

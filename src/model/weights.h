@@ -16,7 +16,7 @@ struct LayerWeights {
   ops::WeightMatrix wq;      // (n_heads*head_dim, n_embd)
   ops::WeightMatrix wk, wv;  // (n_kv_heads*head_dim, n_embd)
   ops::WeightMatrix wo;      // (n_embd, n_heads*head_dim)
-  ops::WeightMatrix w_gate, w_up;  // (n_ff, n_embd)
+  ops::WeightMatrix w_gate, w_up;  // (n_ff, n_embd); w_gate unset for a GELU MLP
   ops::WeightMatrix w_down;        // (n_embd, n_ff)
   std::vector<float> attn_norm, ffn_norm;  // [n_embd]
   std::vector<float> bq;                   // [n_heads*head_dim]     (qkv_bias)

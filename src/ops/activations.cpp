@@ -60,6 +60,20 @@ void silu_mul_row(const float* g, const float* u, int64_t n, float* out) {
   }
 }
 
+void gelu_row(const float* x, int64_t n, float* out) {
+  constexpr float kInvSqrt2 = 0.70710678118654752f, p = 0.3275911f;
+  constexpr float a1 = 0.254829592f, a2 = -0.284496736f, a3 = 1.421413741f, a4 = -1.453152027f, a5 = 1.061405429f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float z = (v < 0.0f ? -v : v) * kInvSqrt2;
+    const float t = 1.0f / (1.0f + p * z);
+    const float poly = t * (a1 + t * (a2 + t * (a3 + t * (a4 + t * a5))));
+    const float e = 1.0f - poly * exp_f32(-(z * z));
+    const float erf_v = v < 0.0f ? -e : e;
+    out[i] = 0.5f * v * (1.0f + erf_v);
+  }
+}
+
 void softmax_row(float* s, int64_t n) {
   float m = s[0];
   for (int64_t i = 1; i < n; ++i) m = s[i] > m ? s[i] : m;

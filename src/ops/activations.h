@@ -21,6 +21,14 @@ void exp_row(const float* x, int64_t n, float* y);
 // g (n,), u (n,) -> out (n,); out may alias g or u.
 void silu_mul_row(const float* g, const float* u, int64_t n, float* out);
 
+// GELU, erf form (PyTorch nn.GELU's default): out[i] = 0.5 * x * (1 + erf(x / sqrt(2))), with
+// erf from Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7): for z = |x| / sqrt(2),
+// t = 1 / (1 + 0.3275911 z), erf(z) = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp_f32(-z^2),
+// sign restored; every step an f32 IEEE operation (no FMA contraction, no libm), scalar on
+// every SIMD path. Used only by the toy models of `study recompute-anchor --activation gelu`.
+// x (n,) -> out (n,); out may alias x.
+void gelu_row(const float* x, int64_t n, float* out);
+
 // In-place softmax of s (n,), n >= 1: m = max s; e_i = exp_f32(s_i - m); sum = e_0 + e_1 +
 // ... in increasing i (sequential f32 adds); s_i = e_i / sum.
 void softmax_row(float* s, int64_t n);
