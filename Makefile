@@ -32,7 +32,7 @@ bench: build
 # fully instrumented. Tests named Slow* are skipped here only, and the Python suite (it drives
 # the binary through torch, ~90 s, and its C++ paths are the ones the unit tests cover).
 asan: deps
-	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=ON -DEMBER_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=ON -DEMBER_BENCH=OFF -DEMBER_PCH=OFF $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 	@ctest --test-dir build-asan --output-on-failure -j $(JOBS) -LE 'slow|python' -E 'Slow\.'
 
