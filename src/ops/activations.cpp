@@ -8,7 +8,10 @@
 namespace ember::ops {
 
 namespace detail {
-// The SIMD twins (activations_avx512.cpp); same contract as the scalar functions.
+// The SIMD twins (activations_avx2.cpp, activations_avx512.cpp); same contract and bits as
+// the scalar functions.
+void exp_row_avx2(const float* x, int64_t n, float* y);
+void silu_mul_row_avx2(const float* g, const float* u, int64_t n, float* out);
 void exp_row_avx512(const float* x, int64_t n, float* y);
 void silu_mul_row_avx512(const float* g, const float* u, int64_t n, float* out);
 }  // namespace detail
@@ -48,12 +51,16 @@ float exp_f32(float x) {
 }
 
 void exp_row(const float* x, int64_t n, float* y) {
-  if (active_simd() >= SimdLevel::avx512) return detail::exp_row_avx512(x, n, y);
+  const SimdLevel level = active_simd();
+  if (level >= SimdLevel::avx512) return detail::exp_row_avx512(x, n, y);
+  if (level == SimdLevel::avx2) return detail::exp_row_avx2(x, n, y);
   for (int64_t i = 0; i < n; ++i) y[i] = exp_f32(x[i]);
 }
 
 void silu_mul_row(const float* g, const float* u, int64_t n, float* out) {
-  if (active_simd() >= SimdLevel::avx512) return detail::silu_mul_row_avx512(g, u, n, out);
+  const SimdLevel level = active_simd();
+  if (level >= SimdLevel::avx512) return detail::silu_mul_row_avx512(g, u, n, out);
+  if (level == SimdLevel::avx2) return detail::silu_mul_row_avx2(g, u, n, out);
   for (int64_t i = 0; i < n; ++i) {
     const float a = g[i];
     out[i] = a / (1.0f + exp_f32(-a)) * u[i];
