@@ -1,6 +1,6 @@
 // matmul and dot_f32 dispatch: validates the weight matrices, quantizes the activations once
-// per call and format (one implementation, shared by every SIMD path, so it cannot differ
-// between them; rows split across the pool), and splits weight rows across the pool.
+// per call and format (ops/quantize_act.h: a scalar reference and its AVX2 twin, the same
+// bits; rows split across the pool), and splits weight rows across the pool.
 #include "ops/matmul.h"
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include "gguf/blocks.h"
 #include "ops/dot.h"
 #include "ops/kernels.h"
+#include "ops/quantize_act.h"
 #include "util/error.h"
 #include "util/f16.h"
 
@@ -68,77 +69,6 @@ bool uses_q8k(TensorType t) {
   return t == TensorType::Q4_K || t == TensorType::Q5_K || t == TensorType::Q6_K;
 }
 
-// Rounds v to the nearest integer, ties to even, clamped to [-127, 127]; NaN gives 0. The
-// clamp comes first so the magic-number rounding below is exact.
-inline int8_t round_q8(float v) {
-  if (!(v == v)) return 0;
-  v = v < -127.0f ? -127.0f : (v > 127.0f ? 127.0f : v);
-  const float r = v + 12582912.f;  // 1.5 * 2^23: the float adder rounds to an integer
-  int32_t i;
-  std::memcpy(&i, &r, 4);
-  return int8_t((i & 0x007fffff) - 0x00400000);
-}
-
-// Q8_0-style: per 32-block, amax = max |x|, d = amax / 127 stored as f16 (the kernels use the
-// rounded value), q = round_q8(x * (127 / amax)) (q = 0 when amax == 0), sum = sum of q.
-// The same recipe as llama.cpp's AVX2 quantize_row_q8_0.
-void quantize_q8_0_rows(const float* x, int64_t n, int64_t k, int8_t* q, float* d,
-                        int32_t* sum) {
-  const int64_t nb = k / gguf::kQK;
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t b = 0; b < nb; ++b) {
-      const float* xb = x + t * k + b * gguf::kQK;
-      int8_t* qb = q + t * k + b * gguf::kQK;
-      float amax = 0.0f;
-      for (int j = 0; j < gguf::kQK; ++j) {
-        const float ax = std::fabs(xb[j]);
-        amax = ax > amax ? ax : amax;
-      }
-      d[t * nb + b] = f16_to_f32(f32_to_f16(amax / 127.0f));
-      const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-      int32_t s = 0;
-      for (int j = 0; j < gguf::kQK; ++j) {
-        qb[j] = round_q8(xb[j] * id);
-        s += qb[j];
-      }
-      sum[t * nb + b] = s;
-    }
-}
-
-// Q8_K-style, exactly GGML's quantize_row_q8_K_ref: per 256-block, max = the first element of
-// largest magnitude (signed), iscale = -127 / max, q = round_q8(iscale * x), d = 1 / iscale
-// (all zero when the block is zero); bsums over 16-element groups.
-void quantize_q8_k_rows(const float* x, int64_t n, int64_t k, int8_t* q, float* d,
-                        int16_t* bsums) {
-  const int64_t nb = k / gguf::kQKK;
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t b = 0; b < nb; ++b) {
-      const float* xb = x + t * k + b * gguf::kQKK;
-      int8_t* qb = q + t * k + b * gguf::kQKK;
-      float amax = 0.0f, max = 0.0f;
-      for (int j = 0; j < gguf::kQKK; ++j) {
-        const float ax = std::fabs(xb[j]);
-        if (ax > amax) {
-          amax = ax;
-          max = xb[j];
-        }
-      }
-      if (amax == 0.0f) {
-        d[t * nb + b] = 0.0f;
-        std::memset(qb, 0, gguf::kQKK);
-      } else {
-        const float iscale = -127.0f / max;
-        for (int j = 0; j < gguf::kQKK; ++j) qb[j] = round_q8(iscale * xb[j]);
-        d[t * nb + b] = 1.0f / iscale;
-      }
-      for (int g = 0; g < gguf::kQKK / 16; ++g) {
-        int s = 0;
-        for (int j = 0; j < 16; ++j) s += qb[16 * g + j];
-        bsums[t * (k / 16) + b * 16 + g] = int16_t(s);
-      }
-    }
-}
-
 // How the activations of a call enter the kernels of one weight type.
 enum class ActFormat { f32, q8_0, q8_K };
 ActFormat act_format(TensorType t) {
@@ -158,7 +88,7 @@ struct Scratch {
 // Quantizes x (n, k) into s for format f and points a at it. The rows are split across the
 // pool (each row's quantization is the same scalar code whichever thread runs it).
 void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scratch& s,
-                          Activations& a, ThreadPool& pool) {
+                          Activations& a, ThreadPool& pool, SimdLevel level) {
   a.n = n;
   a.k = k;
   a.f32 = x;
@@ -183,11 +113,11 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   pool.parallel_for((n + kRows - 1) / kRows, [&](int64_t c0, int64_t c1) {
     const int64_t t0 = c0 * kRows, t1 = std::min(n, c1 * kRows), nt = t1 - t0;
     if (f == ActFormat::q8_K) {
-      quantize_q8_k_rows(x + t0 * k, nt, k, s.q.data() + t0 * k, s.d.data() + t0 * nb,
-                         s.bsums.data() + t0 * (k / 16));
+      detail::quantize_q8_k_rows(x + t0 * k, nt, k, s.q.data() + t0 * k, s.d.data() + t0 * nb,
+                                 s.bsums.data() + t0 * (k / 16), level);
     } else {
-      quantize_q8_0_rows(x + t0 * k, nt, k, s.q.data() + t0 * k, s.d.data() + t0 * nb,
-                         s.sum.data() + t0 * nb);
+      detail::quantize_q8_0_rows(x + t0 * k, nt, k, s.q.data() + t0 * k, s.d.data() + t0 * nb,
+                                 s.sum.data() + t0 * nb, level);
       for (int64_t i = t0 * nb; i < t1 * nb; ++i)
         for (int l = 0; l < 8; ++l) s.d8[size_t(8 * i + l)] = s.d[size_t(i)];
     }
@@ -257,7 +187,7 @@ void matmul_shared(std::span<const WeightMatrix> Ws, const float* x, int64_t n,
     EMBER_CHECK(kernels[i] != nullptr);
     const int f = int(act_format(Ws[i].type));
     if (!have[f]) {
-      quantize_activations(ActFormat(f), x, n, k, scratch[f], acts[f], pool);
+      quantize_activations(ActFormat(f), x, n, k, scratch[f], acts[f], pool, level);
       have[f] = true;
     }
     first_group[i + 1] = first_group[i] + (Ws[i].rows + kGroup - 1) / kGroup;
