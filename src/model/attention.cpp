@@ -143,19 +143,29 @@ void Engine::Impl::attend(int layer, int n, int pos0, const KvCache& cache) {
         if (transposed)
           for (int j = 0; j < j1 - j0; ++j)
             for (int d = 0; d < D; ++d) kt[size_t(d) * kKeyBlock + j] = kvf[size_t(j) * D + d];
-        for (int h = h0; h < h1; ++h)
-          for (int t = t0; t < t1; ++t) {
-            const int len = pos0 + t + 1;  // causal: positions [0, pos0 + t]
-            const int jend = std::min(j1, len);
-            const size_t qi = size_t(h - h0) * nt + size_t(t - t0);
-            const float* qh = qf.data() + qi * D;
-            float* sc = scores.data() + qi * P;
-            if (jend <= j0) continue;
-            if (transposed)
-              ops::dot_f32_keys(qh, kt.data(), jend - j0, D, kKeyBlock, scale, sc + j0);
-            else
-              ops::dot_f32_rows(qh, kvf.data(), jend - j0, D, scale, sc + j0);
+        // Causal: query qi (token t0 + qi % nt) sees positions [0, pos0 + t], here [j0, jend).
+        auto keys_of = [&](int qi) { return std::min(j1, pos0 + t0 + qi % nt + 1) - j0; };
+        for (int qi = 0; qi < nq;) {
+          const int ka = keys_of(qi);
+          if (ka <= 0) {
+            ++qi;
+            continue;
           }
+          float* sc = scores.data() + size_t(qi) * P + j0;
+          const float* qh = qf.data() + size_t(qi) * D;
+          if (!transposed) {
+            ops::dot_f32_rows(qh, kvf.data(), ka, D, scale, sc);
+            ++qi;
+            continue;
+          }
+          // Two queries per call share the key loads; the one that sees fewer keys also gets
+          // scores for the extra ones, which land in its row past its last position and are
+          // never read (its softmax and values stop at its own length).
+          const int kb = qi + 1 < nq ? keys_of(qi + 1) : 0;
+          const int pair = kb > 0 ? 2 : 1;
+          ops::dot_f32_keys(qh, pair, kt.data(), std::max(ka, kb), D, kKeyBlock, scale, sc, P);
+          qi += pair;
+        }
       }
       // The softmax of each query over its whole row, the probabilities in f16 (like the
       // cached values they weigh), and the output rows cleared.

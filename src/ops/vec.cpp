@@ -14,8 +14,11 @@ namespace detail {
 void axpy_f32_avx2(float a, const float* x, float* y, int64_t n);
 void axpy_rows_f32_avx2(const float* w, const float* x, int64_t rows, int64_t n, float* y);
 void f16_to_f32_row_avx2(const uint16_t* src, float* dst, int64_t n);
-void dot_f32_keys_avx2(const float* q, const float* kt, int64_t keys, int64_t n, int64_t ld,
-                       float scale, float* out);
+void dot_f32_keys_avx2(const float* q, int64_t nq, const float* kt, int64_t keys, int64_t n,
+                       int64_t ld, float scale, float* out, int64_t out_ld);
+void dot_f32_keys_avx512(const float* q, int64_t nq, const float* kt, int64_t keys, int64_t n,
+                         int64_t ld, float scale, float* out, int64_t out_ld);
+void axpy_rows_f32_avx512(const float* w, const float* x, int64_t rows, int64_t n, float* y);
 void f32_to_f16_row_avx2(const float* src, uint16_t* dst, int64_t n);
 }  // namespace detail
 
@@ -25,20 +28,26 @@ void axpy_f32(float a, const float* x, float* y, int64_t n) {
 }
 
 void axpy_rows_f32(const float* w, const float* x, int64_t rows, int64_t n, float* y) {
-  if (active_simd() != SimdLevel::scalar) return detail::axpy_rows_f32_avx2(w, x, rows, n, y);
+  const SimdLevel level = active_simd();
+  if (level >= SimdLevel::avx512) return detail::axpy_rows_f32_avx512(w, x, rows, n, y);
+  if (level == SimdLevel::avx2) return detail::axpy_rows_f32_avx2(w, x, rows, n, y);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < n; ++i) y[i] = std::fma(w[r], x[r * n + i], y[i]);
 }
 
-void dot_f32_keys(const float* q, const float* kt, int64_t keys, int64_t n, int64_t ld,
-                  float scale, float* out) {
-  if (active_simd() != SimdLevel::scalar)
-    return detail::dot_f32_keys_avx2(q, kt, keys, n, ld, scale, out);
+void dot_f32_keys(const float* q, int64_t nq, const float* kt, int64_t keys, int64_t n,
+                  int64_t ld, float scale, float* out, int64_t out_ld) {
+  const SimdLevel level = active_simd();
+  if (level >= SimdLevel::avx512)
+    return detail::dot_f32_keys_avx512(q, nq, kt, keys, n, ld, scale, out, out_ld);
+  if (level == SimdLevel::avx2)
+    return detail::dot_f32_keys_avx2(q, nq, kt, keys, n, ld, scale, out, out_ld);
   // The reference: each key gathered into a row and handed to the scalar dot_f32.
   std::vector<float> row(static_cast<size_t>(n));
   for (int64_t c = 0; c < keys; ++c) {
     for (int64_t j = 0; j < n; ++j) row[size_t(j)] = kt[j * ld + c];
-    out[c] = dot_f32(q, row.data(), n, SimdLevel::scalar) * scale;
+    for (int64_t i = 0; i < nq; ++i)
+      out[i * out_ld + c] = dot_f32(q + i * n, row.data(), n, SimdLevel::scalar) * scale;
   }
 }
 

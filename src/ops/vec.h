@@ -12,14 +12,16 @@ void axpy_f32(float a, const float* x, float* y, int64_t n);
 // bits as rows calls of axpy_f32 (each element's chain is in r order), with y held in
 // registers across the rows.  w (rows,), x (rows, n), y (n,)
 void axpy_rows_f32(const float* w, const float* x, int64_t rows, int64_t n, float* y);
-// out[c] = dot_f32(q, key c, n) * scale for c in [0, keys), bit for bit (ops/dot.h: element j
-// in lane j % 16, fma in increasing j, the fixed tree), with the keys given transposed:
-// element j of key c at kt[j * ld + c] (ld >= keys). Several keys are computed side by side,
-// key c in vector lane c, each lane carrying the 16 canonical accumulators of its own key,
-// so there is no horizontal reduction per key (attention scores of one query against a
-// block of keys).  q (n,), kt (n, ld), out (keys,)
-void dot_f32_keys(const float* q, const float* kt, int64_t keys, int64_t n, int64_t ld,
-                  float scale, float* out);
+// out[i * out_ld + c] = dot_f32(query i, key c, n) * scale for queries i in [0, nq) (query i
+// at q + i * n) and keys c in [0, keys), bit for bit (ops/dot.h: element j in lane j % 16,
+// fma in increasing j, the fixed tree), with the keys given transposed: element j of key c at
+// kt[j * ld + c] (ld >= keys). Several keys are computed side by side, key c in vector lane
+// c, each lane carrying the 16 canonical accumulators of its own key, so there is no
+// horizontal reduction per key; queries are taken in pairs, so each key load serves two
+// (attention scores of a tile of queries against a block of keys).
+//   q (nq, n), kt (n, ld), out (nq, out_ld)
+void dot_f32_keys(const float* q, int64_t nq, const float* kt, int64_t keys, int64_t n,
+                  int64_t ld, float scale, float* out, int64_t out_ld);
 // dst[i] = f16 -> f32 (exact).  src (n,) f16 bit patterns -> dst (n,)
 void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n);
 // dst[i] = f32 -> f16, round to nearest even (util/f16.h).  src (n,) -> dst (n,)

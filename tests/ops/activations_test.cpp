@@ -197,7 +197,21 @@ TEST(Vec, RowKernelsEqualTheirOneRowCalls) {  // and dot_f32_keys
         std::vector<float> kt(size_t(n * ld), 7.0f), sk(static_cast<size_t>(rows));
         for (int64_t c = 0; c < rows; ++c)
           for (int64_t j = 0; j < n; ++j) kt[size_t(j * ld + c)] = x[size_t(c * n + j)];
-        dot_f32_keys(q.data(), kt.data(), rows, n, ld, 0.125f, sk.data());
+        dot_f32_keys(q.data(), 1, kt.data(), rows, n, ld, 0.125f, sk.data(), rows);
+        // Three queries at once (a pair and a single): each row the bits of its own call.
+        std::vector<float> q3(size_t(3 * n)), sk3(size_t(3 * (rows + 2)), -1.0f);
+        for (int64_t i = 0; i < 3 * n; ++i) q3[size_t(i)] = q[size_t(i % n)] * float(1 + i / n);
+        dot_f32_keys(q3.data(), 3, kt.data(), rows, n, ld, 0.125f, sk3.data(), rows + 2);
+        for (int64_t i = 0; i < 3; ++i) {
+          std::vector<float> one(static_cast<size_t>(rows));
+          dot_f32_keys(q3.data() + i * n, 1, kt.data(), rows, n, ld, 0.125f, one.data(), rows);
+          for (int64_t r = 0; r < rows; ++r) {
+            const float got = sk3[size_t(i * (rows + 2) + r)];
+            if (std::isnan(got) && std::isnan(one[size_t(r)])) continue;
+            ASSERT_EQ(bits(got), bits(one[size_t(r)])) << simd_name(level) << " query " << i;
+          }
+          EXPECT_EQ(sk3[size_t(i * (rows + 2) + rows)], -1.0f) << "wrote past its keys";
+        }
         // A NaN score stays NaN; its sign and payload are not part of canonical-v1 (x86 keeps
         // the first NaN operand's, and a compiler may swap a commutative op's operands: the
         // -O2 sanitizer build gives +NaN here where -O3 gives -NaN).
