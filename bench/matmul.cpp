@@ -33,7 +33,15 @@ int main(int argc, char** argv) {
   const std::string only = argc > 4 ? "," + std::string(argv[4]) + "," : "";
   // Qwen2.5-0.5B's ffn_up/gate shape; K quants need k % 256 == 0, so they (like that model's
   // real Q4_K tensors) are measured on the ffn_down shape, k = 4864, m = 896: same bytes.
-  const int64_t k0 = 896, m0 = 4864;
+  // An optional fifth argument "K,M" measures another shape (the 32-block types at k = K,
+  // m = M; the K quants at k = M, m = K, so K quants need M % 256 == 0).
+  int64_t k0 = 896, m0 = 4864;
+  if (argc > 5 && (std::sscanf(argv[5], "%lld,%lld", reinterpret_cast<long long*>(&k0),
+                               reinterpret_cast<long long*>(&m0)) != 2 ||
+                   k0 <= 0 || m0 <= 0 || k0 % 32 != 0 || k0 > 65536 || m0 > 65536)) {
+    std::fprintf(stderr, "bench_matmul: shape: expected K,M (K a multiple of 32), found %s\n", argv[5]);
+    return 2;
+  }
   ThreadPool pool(threads);
   std::printf("matmul bench: k=%lld m=%lld (K quants: k=%lld m=%lld) threads=%d simd=%s\n",
               (long long)k0, (long long)m0, (long long)m0, (long long)k0, threads, simd_name(level));
