@@ -409,19 +409,30 @@ struct Q32K {
   template <int R, int H>
   __attribute__((always_inline)) static inline void block(const uint8_t* const* rows, const Activations& a, int64_t tt,
                            int64_t b, __m256 (&acc)[R][2], float (&macc)[R]) {
+    using L = Layout32<TY>;
     const int64_t k = a.k, nb = k / 32;
     const __m256i ones = _mm256_set1_epi16(1);
     const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q + tt * k + b * 32));
     const float ad = a.d[tt * nb + b];
     float sa = 0;
     if constexpr (kMin) sa = ad * float(a.sum[tt * nb + b]);
+    // The R rows' scale products wd * ad in one vcvtph2ps and one vmulps (lane r: row r).
+    uint64_t packed = 0;
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      uint16_t h;
+      std::memcpy(&h, rows[r] + b * L::kBytes, 2);
+      packed |= uint64_t(h) << (16 * r);
+    }
+    const __m128 s4 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(int64_t(packed))), _mm_set1_ps(ad));
+    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(s4), s4, 1);
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       float wd, wm;
       const __m256i sg = codes32<TY>(rows[r], b, &wd, &wm);
       const __m256i p = _mm256_madd_epi16(
           _mm256_maddubs_epi16(_mm256_sign_epi8(sg, sg), _mm256_sign_epi8(av, sg)), ones);
-      acc[r][H] = _mm256_fmadd_ps(_mm256_set1_ps(wd * ad), _mm256_cvtepi32_ps(p), acc[r][H]);
+      acc[r][H] = _mm256_fmadd_ps(lane_bcast(s, r), _mm256_cvtepi32_ps(p), acc[r][H]);
       if constexpr (kMin) macc[r] = fma1(wm, sa, macc[r]);
     }
   }
