@@ -12,11 +12,9 @@
 namespace ember::model {
 
 namespace {
-// y (n, m) += b (m,) on every row.
-void add_bias(float* y, const std::vector<float>& b, int n) {
-  const size_t m = b.size();
-  for (int t = 0; t < n; ++t)
-    for (size_t i = 0; i < m; ++i) y[size_t(t) * m + i] += b[i];
+// y (m,) += b (m,): one token's row.
+void add_bias(float* y, const std::vector<float>& b) {
+  for (size_t i = 0; i < b.size(); ++i) y[i] += b[i];
 }
 }  // namespace
 
@@ -26,8 +24,10 @@ void Engine::Impl::project(int layer, const float* x, int n, int pos0, KvCache& 
   const int E = cfg.n_embd, D = cfg.head_dim, H = cfg.n_heads, G = cfg.n_kv_heads;
   const size_t qd = size_t(H) * D, kd = size_t(G) * D;
   float* xn_ = grow(xn, size_t(n) * E);
-  for (int t = 0; t < n; ++t)
-    norm_row(x + size_t(t) * E, L.attn_norm.data(), xn_ + size_t(t) * E);
+  per_tokens(n, [&](int t0, int t1) {
+    for (int t = t0; t < t1; ++t)
+      norm_row(x + size_t(t) * E, L.attn_norm.data(), xn_ + size_t(t) * E);
+  });
   float* q_ = grow(q, size_t(n) * qd);
   float* k_ = grow(k, size_t(n) * kd);
   float* v_ = grow(v, size_t(n) * kd);
@@ -41,34 +41,40 @@ void Engine::Impl::project(int layer, const float* x, int n, int pos0, KvCache& 
     float* const ys[2] = {k_, v_};
     ops::matmul_shared(ws, xn_, n, ys, pool);
   }
-  if (cfg.qkv_bias) {
-    if (with_q) add_bias(q_, L.bq, n);
-    add_bias(k_, L.bk, n);
-    add_bias(v_, L.bv, n);
-  }
-  if (cfg.qk_norm) {
-    if (with_q)
-      for (size_t h = 0; h < size_t(n) * H; ++h)
-        ops::rmsnorm_row(q_ + h * D, L.q_norm.data(), D, cfg.rms_eps, q_ + h * D);
-    for (size_t h = 0; h < size_t(n) * G; ++h)
-      ops::rmsnorm_row(k_ + h * D, L.k_norm.data(), D, cfg.rms_eps, k_ + h * D);
-  }
+  // Per token: biases, Q/K norm, the pre-RoPE copy for the hook, RoPE, the f16 cache write.
   const bool want_kv = hooks && hooks->on_kv;
-  if (want_kv) std::copy(k_, k_ + size_t(n) * kd, grow(k_pre, size_t(n) * kd));
+  float* kp_ = want_kv ? grow(k_pre, size_t(n) * kd) : nullptr;
   const int half = D / 2;
-  for (int t = 0; t < n; ++t) {
-    const float* c = cos.data() + size_t(t) * half;
-    const float* s = sin.data() + size_t(t) * half;
-    if (with_q)
-      for (int h = 0; h < H; ++h) rope.rotate(c, s, q_ + size_t(t) * qd + size_t(h) * D, false);
-    for (int g = 0; g < G; ++g) rope.rotate(c, s, k_ + size_t(t) * kd + size_t(g) * D, false);
-  }
-  if (want_kv) hooks->on_kv(layer, pos0, n, k_pre.data(), k_, v_);
-  for (int t = 0; t < n; ++t)
-    for (int g = 0; g < G; ++g) {
-      ops::f32_to_f16_row(k_ + size_t(t) * kd + size_t(g) * D, cache.k_row(layer, g, pos0 + t), D);
-      ops::f32_to_f16_row(v_ + size_t(t) * kd + size_t(g) * D, cache.v_row(layer, g, pos0 + t), D);
+  per_tokens(n, [&](int t0, int t1) {
+    for (int t = t0; t < t1; ++t) {
+      float* qt = q_ + size_t(t) * qd;
+      float* kt = k_ + size_t(t) * kd;
+      float* vt = v_ + size_t(t) * kd;
+      if (cfg.qkv_bias) {
+        if (with_q) add_bias(qt, L.bq);
+        add_bias(kt, L.bk);
+        add_bias(vt, L.bv);
+      }
+      if (cfg.qk_norm) {
+        if (with_q)
+          for (int h = 0; h < H; ++h)
+            ops::rmsnorm_row(qt + size_t(h) * D, L.q_norm.data(), D, cfg.rms_eps, qt + size_t(h) * D);
+        for (int g = 0; g < G; ++g)
+          ops::rmsnorm_row(kt + size_t(g) * D, L.k_norm.data(), D, cfg.rms_eps, kt + size_t(g) * D);
+      }
+      if (want_kv) std::copy(kt, kt + kd, kp_ + size_t(t) * kd);
+      const float* c = cos.data() + size_t(t) * half;
+      const float* s = sin.data() + size_t(t) * half;
+      if (with_q)
+        for (int h = 0; h < H; ++h) rope.rotate(c, s, qt + size_t(h) * D, false);
+      for (int g = 0; g < G; ++g) rope.rotate(c, s, kt + size_t(g) * D, false);
+      for (int g = 0; g < G; ++g) {
+        ops::f32_to_f16_row(kt + size_t(g) * D, cache.k_row(layer, g, pos0 + t), D);
+        ops::f32_to_f16_row(vt + size_t(g) * D, cache.v_row(layer, g, pos0 + t), D);
+      }
     }
+  });
+  if (want_kv) hooks->on_kv(layer, pos0, n, k_pre.data(), k_, v_);
 }
 
 // Attention blocked over keys: a task owns one KV head g, a tile of up to kQueryTile query

@@ -32,6 +32,20 @@ struct Engine::Impl {
   std::vector<float> gate, up;  // (n, F)
   std::vector<float> cos, sin;  // (n, D/2) RoPE of the call's positions
 
+  // fn(t0, t1) over token ranges covering [0, n), split across the pool when a call has
+  // enough tokens to pay for the hand-off (prefill). For per-token elementwise work only
+  // (norms, biases, RoPE, the cache write, SwiGLU): which thread runs a token never changes
+  // its bits.
+  template <class Fn>
+  void per_tokens(int n, Fn&& fn) {
+    if (n < kParallelTokens || pool.size() == 1) {
+      fn(0, n);
+      return;
+    }
+    pool.parallel_for(n, [&](int64_t b, int64_t e) { fn(int(b), int(e)); });
+  }
+  static constexpr int kParallelTokens = 32;
+
   // The block/output norm of this model (RMSNorm, or LayerNorm for the toy models). x, y (E,).
   void norm_row(const float* x, const float* weight, float* y) const;
   // Checks the cache geometry and that [pos0, pos0 + n) lies below position_limit(), then

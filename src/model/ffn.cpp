@@ -27,10 +27,13 @@ void Engine::Impl::finish_layer(int layer, int n, int pos0, float* x, const Forw
   float* o_ = grow(o, rows);
   ops::matmul(L.wo, att.data(), n, o_, pool);  // W_o (E, H*D) @ att (n, H*D) -> (n, E)
   if (hooks && hooks->on_attn_out) hooks->on_attn_out(layer, pos0, n, o_);
-  add_rows(x, o_, rows);
-
   float* xn_ = grow(xn, rows);
-  for (int t = 0; t < n; ++t) norm_row(x + size_t(t) * E, L.ffn_norm.data(), xn_ + size_t(t) * E);
+  per_tokens(n, [&](int t0, int t1) {
+    for (int t = t0; t < t1; ++t) {
+      add_rows(x + size_t(t) * E, o_ + size_t(t) * E, size_t(E));
+      norm_row(x + size_t(t) * E, L.ffn_norm.data(), xn_ + size_t(t) * E);
+    }
+  });
   float* u_ = grow(up, size_t(n) * F);
   if (cfg.ffn_activation == FfnActivation::gelu) {
     ops::matmul(L.w_up, xn_, n, u_, pool);  // (F, E) @ (n, E) -> (n, F)
@@ -41,10 +44,15 @@ void Engine::Impl::finish_layer(int layer, int n, int pos0, float* x, const Forw
     const ops::WeightMatrix gate_up[2] = {L.w_gate, L.w_up};  // (F, E) @ (n, E) -> (n, F)
     float* const gu[2] = {g_, u_};
     ops::matmul_shared(gate_up, xn_, n, gu, pool);
-    ops::silu_mul_row(g_, u_, int64_t(n) * F, g_);
+    per_tokens(n, [&](int t0, int t1) {
+      const size_t b = size_t(t0) * F;
+      ops::silu_mul_row(g_ + b, u_ + b, int64_t(t1 - t0) * F, g_ + b);
+    });
     ops::matmul(L.w_down, g_, n, o_, pool);  // (E, F) @ (n, F) -> (n, E)
   }
-  add_rows(x, o_, rows);
+  per_tokens(n, [&](int t0, int t1) {
+    add_rows(x + size_t(t0) * E, o_ + size_t(t0) * E, size_t(t1 - t0) * E);
+  });
 }
 
 }  // namespace ember::model
