@@ -20,7 +20,7 @@
 namespace ember::cli {
 namespace {
 
-void add_import(CLI::App& kv) {
+void add_import_llamacpp(CLI::App& kv) {
   struct Opts {
     std::string state, model, tokenizer, arch, output, sign;
     int threads = 0;
@@ -76,7 +76,7 @@ void add_import(CLI::App& kv) {
   });
 }
 
-void add_export(CLI::App& kv) {
+void add_export_llamacpp(CLI::App& kv) {
   struct Opts {
     std::string snapshot, output, layout = "transposed";
     bool force = false;
@@ -112,8 +112,8 @@ void add_export(CLI::App& kv) {
 }  // namespace
 
 void register_kv_llamacpp_commands(CLI::App& kv) {
-  add_import(kv);
-  add_export(kv);
+  add_import_llamacpp(kv);
+  add_export_llamacpp(kv);
 }
 
 }  // namespace ember::cli

@@ -20,8 +20,6 @@
 namespace ember::cli {
 namespace {
 
-constexpr const char* kProducer = "ember 0.1.0";
-
 namespace st = ember::safetensors;
 
 st::Dtype parse_dtype(const std::string& s) {
@@ -31,7 +29,7 @@ st::Dtype parse_dtype(const std::string& s) {
   fail_field("--dtype", "value", "f16|bf16|f32", s);
 }
 
-void add_import(CLI::App& kv) {
+void add_import_safetensors(CLI::App& kv) {
   struct Opts {
     std::string input, model, tokenizer, output, prompt, prompt_file, ids, layout = "mlx";
     int threads = 0;
@@ -96,7 +94,7 @@ void add_import(CLI::App& kv) {
   });
 }
 
-void add_export(CLI::App& kv) {
+void add_export_safetensors(CLI::App& kv) {
   struct Opts {
     std::string snapshot, output, layout = "mlx", dtype = "f16";
     bool force = false;
@@ -131,8 +129,8 @@ void add_export(CLI::App& kv) {
 }  // namespace
 
 void register_kv_safetensors_commands(CLI::App& kv) {
-  add_import(kv);
-  add_export(kv);
+  add_import_safetensors(kv);
+  add_export_safetensors(kv);
 }
 
 }  // namespace ember::cli

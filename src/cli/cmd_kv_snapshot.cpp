@@ -30,8 +30,6 @@
 namespace ember::cli {
 namespace {
 
-constexpr const char* kProducer = "ember 0.1.0";
-
 struct ModelArgs {
   std::string model, tokenizer, arch;
   int threads = 0;
@@ -46,14 +44,14 @@ void add_model_flags(CLI::App* c, ModelArgs& a) {
   add_past_context_flag(c, a.allow_past_context);
 }
 
-struct Loaded {
+struct LoadedEngine {
   std::shared_ptr<const model::Model> model;
   std::unique_ptr<tok::Tokenizer> tokenizer;
   std::unique_ptr<model::Engine> engine;
 };
 
-Loaded load(const ModelArgs& a) {
-  Loaded l;
+LoadedEngine load(const ModelArgs& a) {
+  LoadedEngine l;
   LoadedModel m = load_model({a.model, a.tokenizer, a.arch});
   l.model = std::move(m.model);
   l.tokenizer = std::move(m.tokenizer);
@@ -64,7 +62,7 @@ Loaded load(const ModelArgs& a) {
 
 // --prompt, --prompt-file (text or JSONL), --messages, --prompt-ids: cli/prompt_input.h, the same
 // encoding as `ember run`, so the replay gate compares like with like.
-std::vector<int32_t> prompt_tokens(const PromptInput& p, const Loaded& l, const std::string& model) {
+std::vector<int32_t> prompt_tokens(const PromptInput& p, const LoadedEngine& l, const std::string& model) {
   const std::vector<int32_t> ids = prompt_input_ids(p, l.tokenizer.get(), model);
   if (ids.empty()) fail_field("prompt", "tokens", "at least one", "none");
   const int vocab = l.model->config().n_vocab;
@@ -103,7 +101,7 @@ void add_export(CLI::App& kv) {
   c->callback([o] {
     for (const std::string& out : {o->output, o->boundary})
       refuse_output_is_input(out, {o->m.model, o->m.tokenizer, o->p.file, o->p.messages, o->p.chat.tokenizer_config});
-    const Loaded l = load(o->m);
+    const LoadedEngine l = load(o->m);
     o->p.chat.model = o->m.model;
     const std::vector<int32_t> prefix = prompt_tokens(o->p, l, o->m.model);
     check_positions(*l.engine, int64_t(prefix.size()), "prompt", "tokens", 1, "steps");
@@ -187,7 +185,7 @@ void replay_with_store(Opts& o) {
   refuse_output_is_input(o.logits_out, {o.m.model, o.m.tokenizer, o.p.file, o.p.messages, o.p.chat.tokenizer_config});
   if (!has_prompt_input(o.p))
     fail_field("kv replay", "prompt", "--prompt TEXT, --prompt-file F, --messages CONV.json or --prompt-ids LIST", "none");
-  const Loaded l = load(o.m);
+  const LoadedEngine l = load(o.m);
   o.p.chat.model = o.m.model;
   const std::vector<int32_t> prompt = prompt_tokens(o.p, l, o.m.model);
   check_positions(*l.engine, int64_t(prompt.size()), "prompt", "tokens", o.n, "-n");
@@ -267,7 +265,7 @@ void add_replay(CLI::App& kv) {
         !dir ? 0
         : foreign ? kv::read_state_header(o->snapshot, kv::Accept::foreign).header.manifest.geometry.positions
                   : kv::read_manifest(o->snapshot).geometry.positions;
-    const Loaded l = load(o->m);
+    const LoadedEngine l = load(o->m);
     if (dir) check_positions(*l.engine, head_positions + 1, o->snapshot, cached, o->n, "-n");
     kv::Snapshot s;
     if (foreign) {

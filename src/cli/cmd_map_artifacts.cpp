@@ -340,7 +340,7 @@ void add_apply(CLI::App& m) {
   });
 }
 
-void add_replay(CLI::App& m) {
+void add_map_replay(CLI::App& m) {
   auto* c = m.add_subcommand("replay", "Resume the target model from a mapped cache (ember.kv-mapped.v1)");
   struct Opts {
     std::string mapped, model, tokenizer;
@@ -503,7 +503,7 @@ void register_map_artifact_commands(CLI::App& m) {
   add_collect(m);
   add_fit(m);
   add_apply(m);
-  add_replay(m);
+  add_map_replay(m);
   add_hybrid(m);
 }
 

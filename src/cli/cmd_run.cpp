@@ -145,7 +145,7 @@ void run(const RunArgs& a) {
   }
   if (to) {
     const store::PutResult saved =
-        store::save_prefill(*to, engine, tokenizer->identity(), prompt, cache, boundary, "ember 0.1.0", {});
+        store::save_prefill(*to, engine, tokenizer->identity(), prompt, cache, boundary, kProducer, {});
     std::fprintf(stderr, "ember: %s state %s (%zu positions) in %s\n", saved.stored ? "saved" : "already stored",
                  saved.seal.c_str(), prompt.size(), printable(to->uri()).c_str());
   }

@@ -12,6 +12,9 @@ struct CheckFailed {
   std::string message;
 };
 
+// The producer named in the artifacts the commands write (manifests, receipts, store entries).
+inline constexpr const char* kProducer = "ember 0.1.0";
+
 void register_model_commands(CLI::App& app);        // ember model inspect|quantize|synth
 void register_model_import_hf(CLI::App& model);     // ember model import-hf
 void register_tokenize_commands(CLI::App& app);     // ember tokenize|detokenize

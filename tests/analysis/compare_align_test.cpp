@@ -104,10 +104,10 @@ TEST(CompareAlign, DifferentWeightTypesAreAQuantizationBoundaryStudy) {
   EXPECT_NE(rep.crossing.statement.find("crosses models"), std::string::npos);
   EXPECT_NE(rep.crossing.statement.find(std::string(16, 'a')), std::string::npos);
   EXPECT_NE(rep.crossing.statement.find(std::string(16, 'b')), std::string::npos);
-  const std::string json = report_json(rep);
-  EXPECT_NE(json.find("\"crosses_models\": true"), std::string::npos);
-  EXPECT_NE(json.find(std::string(64, 'a')), std::string::npos);
-  EXPECT_NE(json.find(std::string(64, 'b')), std::string::npos);
+  const std::string doc = report_json(rep);
+  EXPECT_NE(doc.find("\"crosses_models\": true"), std::string::npos);
+  EXPECT_NE(doc.find(std::string(64, 'a')), std::string::npos);
+  EXPECT_NE(doc.find(std::string(64, 'b')), std::string::npos);
 }
 
 // A foreign side (another engine's K/V of the same GGUF) is never "same-model": the label is

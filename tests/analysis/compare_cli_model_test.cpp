@@ -6,6 +6,7 @@
 
 #include "kv/snapshot.h"
 #include "model/engine.h"
+#include "model/generate.h"
 #include "support/cli_run.h"
 #include "support/test_support.h"
 #include "tokenizer/tokenizer.h"
@@ -20,14 +21,6 @@ using test::CliRun;
 using test::parse_report;
 using test::q;
 using test::run_ember;
-
-int32_t argmax(const std::vector<float>& v) {
-  int32_t best = 0;
-  for (size_t i = 1; i < v.size(); ++i) {
-    if (v[i] > v[size_t(best)]) best = int32_t(i);
-  }
-  return best;
-}
 
 // A native snapshot of `prompt` (token ids) under `gguf`, written to a fresh directory.
 std::string native_snapshot(const std::string& gguf, const std::vector<int32_t>& prompt) {
@@ -49,7 +42,7 @@ std::string native_snapshot(const std::string& gguf, const std::vector<int32_t>&
   man.numerics.contract = model::kNumericsContract;
   man.numerics.engine_fingerprint = engine.fingerprint();
   man.prefix.tokens = prompt;
-  man.resume.token = argmax(logits);
+  man.resume.token = model::argmax(logits.data(), int(logits.size()));
   man.resume.position = int64_t(prompt.size());
   seal(s);
   const std::string dir = test::temp_dir("native") + "/snap";

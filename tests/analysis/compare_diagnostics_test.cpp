@@ -8,6 +8,7 @@
 #include "analysis/diagnostics.h"
 #include "analysis/perturb.h"
 #include "model/engine.h"
+#include "model/generate.h"
 #include "support/test_support.h"
 #include "util/error.h"
 
@@ -19,14 +20,6 @@ std::vector<int32_t> read_i32(const std::string& path) {
   std::vector<int32_t> out(b.size() / 4);
   if (!out.empty()) std::memcpy(out.data(), b.data(), out.size() * 4);
   return out;
-}
-
-int32_t argmax(const std::vector<float>& v) {
-  int32_t best = 0;
-  for (size_t i = 1; i < v.size(); ++i) {
-    if (v[i] > v[size_t(best)]) best = int32_t(i);
-  }
-  return best;
 }
 
 // A native state of `prompt` prefilled by the engine, with coordinates from the model.
@@ -46,7 +39,7 @@ ComparedState prefill(model::Engine& engine, const std::vector<int32_t>& prompt)
   s.coords.n_pos = int(prompt.size());
   s.coords.prefix_tokens = prompt;
   s.coords.tokenizer_identity = "t";
-  s.coords.resume_token = argmax(logits);
+  s.coords.resume_token = model::argmax(logits.data(), int(logits.size()));
   return s;
 }
 

@@ -151,12 +151,12 @@ TEST(CompareDiagnosticsToy, GoldenReportWithDiagnostics) {
   o.thresholds.min_cosine = 0.99;
   CompareReport rep = compare_states(a, p, o);
   rep.diagnostics = run_diagnostics(toy_model(), a, p.state(), DiagnosticsOptions{3});
-  const std::string json = report_json(rep);
+  const std::string doc = report_json(rep);
   const std::string path = std::string(EMBER_SOURCE_DIR) + "/tests/golden/compare_toy_diagnostics.json";
   if (const char* u = std::getenv("EMBER_UPDATE_GOLDEN"); u && std::string(u) == "1") {
-    write_file_atomic(path, json, true);
+    write_file_atomic(path, doc, true);
   }
-  EXPECT_EQ(read_file(path), json) << "report differs from " << path;
+  EXPECT_EQ(read_file(path), doc) << "report differs from " << path;
   const std::string table = report_table(rep);
   EXPECT_NE(table.find("independent greedy"), std::string::npos) << table;
   EXPECT_NE(report_html(rep).find("attn-cell"), std::string::npos);

@@ -48,13 +48,13 @@ CompareReport self_report(ThreadPool* pool) {
 }
 
 TEST(ReportGolden, SelfComparison) {
-  const std::string json = report_json(self_report(nullptr));
-  check_golden("compare_self.json", json);
+  const std::string doc = report_json(self_report(nullptr));
+  check_golden("compare_self.json", doc);
   ThreadPool pool(3);
-  EXPECT_EQ(report_json(self_report(&pool)), json);  // thread count changes no byte
-  EXPECT_EQ(json.find("time"), std::string::npos);
-  EXPECT_EQ(json.find("host"), std::string::npos);
-  EXPECT_EQ(json.find("pid"), std::string::npos);
+  EXPECT_EQ(report_json(self_report(&pool)), doc);  // thread count changes no byte
+  EXPECT_EQ(doc.find("time"), std::string::npos);
+  EXPECT_EQ(doc.find("host"), std::string::npos);
+  EXPECT_EQ(doc.find("pid"), std::string::npos);
 }
 
 TEST(ReportGolden, ZeroedHeadWithThresholds) {

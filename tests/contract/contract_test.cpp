@@ -19,8 +19,6 @@ namespace fs = std::filesystem;
 
 const std::string kExamples = std::string(EMBER_SOURCE_DIR) + "/schemas/examples";
 
-std::string hex(char c) { return std::string(64, c); }
-
 TEST(Schemas, AllBuiltInSchemasCompile) {
   const auto names = builtin_schema_names();
   for (const char* want : {"bridge-receipt", "domcap1", "parity-receipt", "tool-allowlist", "translator-registry"})
@@ -71,12 +69,12 @@ TEST(StrictJson, RefusesDuplicateKeysAndDeepNesting) {
 BridgeReceipt ridge_receipt() {
   BridgeReceipt r;
   r.relation = "cross-model";
-  r.source = {hex('a'), "llama", hex('c'), "a.gguf"};
-  r.target = {hex('b'), "llama", hex('c'), ""};
+  r.source = {test::hex64('a'), "llama", test::hex64('c'), "a.gguf"};
+  r.target = {test::hex64('b'), "llama", test::hex64('c'), ""};
   r.kind = "ridge";
-  r.mapper_hash = hex('d');
+  r.mapper_hash = test::hex64('d');
   r.lambda = 0.01;
-  r.calibration = Calibration{hex('e'), 32, 8};
+  r.calibration = Calibration{test::hex64('e'), 32, 8};
   r.held_out = true;
   r.metrics["k_r2_mean"] = 0.9;
   r.created_by = "test";
@@ -96,7 +94,7 @@ TEST(Receipt, ValidatedWithoutEvidenceIsRejected) {
   r.metrics["next_token_agreement"] = 1.0;
   r.metrics["mean_rel_logit_error"] = 0.05;
   EXPECT_FALSE(validate_receipt(r.to_json()).empty()) << "still no evidence item";
-  r.evidence.push_back({"held-out-evaluation", hex('f'), "", "48 held-out prompts"});
+  r.evidence.push_back({"held-out-evaluation", test::hex64('f'), "", "48 held-out prompts"});
   const auto errors = validate_receipt(r.to_json());
   EXPECT_TRUE(errors.empty()) << errors.front();
   r.held_out = false;

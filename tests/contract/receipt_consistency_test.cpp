@@ -16,14 +16,12 @@ namespace {
 
 using nlohmann::json;
 
-std::string hex(char c) { return std::string(64, c); }
-
 // A schema-valid hybrid receipt over a 5-layer target, plan reused [0,2) recomputed [2,5).
 BridgeReceipt hybrid() {
   BridgeReceipt r;
   r.relation = "cross-model";
-  r.source = {hex('a'), "llama", hex('c'), "a.gguf"};
-  r.target = {hex('b'), "llama", hex('c'), "b.gguf"};
+  r.source = {test::hex64('a'), "llama", test::hex64('c'), "a.gguf"};
+  r.target = {test::hex64('b'), "llama", test::hex64('c'), "b.gguf"};
   r.kind = "hybrid";
   r.layers = LayerPlan{{0, 1}, {}, {2, 3, 4}};
   r.held_out = true;
@@ -69,7 +67,7 @@ TEST(ReceiptConsistency, EmptyRoleListsAreRefused) {
 
 TEST(ReceiptConsistency, DifferentTokenizersAreRefused) {
   BridgeReceipt r = hybrid();
-  r.target.tokenizer_identity = hex('d');
+  r.target.tokenizer_identity = test::hex64('d');
   const auto e = validate_receipt(r.to_json());
   EXPECT_TRUE(has(e, "/target/tokenizer_identity: expected the source's tokenizer identity"))
       << (e.empty() ? "accepted" : e.front());

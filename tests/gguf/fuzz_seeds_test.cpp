@@ -15,10 +15,10 @@ namespace {
 
 std::vector<std::pair<std::string, std::vector<uint8_t>>> seeds() {
   std::vector<std::pair<std::string, std::vector<uint8_t>>> out;
-  const auto valid = test::to_bytes(test::valid_writer());
+  const auto valid = fixture::to_bytes(fixture::valid_writer());
   out.emplace_back("values-and-tensors.gguf", valid);
   auto v2 = valid;
-  test::poke<uint32_t>(v2, 4, 2);
+  fixture::poke<uint32_t>(v2, 4, 2);
   out.emplace_back("version2.gguf", v2);
   // One 256-element tensor of every supported type (bytes from a fixed pattern).
   GgufWriter all;
@@ -30,14 +30,14 @@ std::vector<std::pair<std::string, std::vector<uint8_t>>> seeds() {
     for (size_t i = 0; i < b.size(); ++i) b[i] = uint8_t((i * 37 + 11) ^ (i >> 3));
     all.add_tensor(std::string("t.") + name, {256}, t, std::move(b));
   }
-  out.emplace_back("all-types.gguf", test::to_bytes(all));
+  out.emplace_back("all-types.gguf", fixture::to_bytes(all));
   SynthSpec s;
   s.arch = "llama";
   s.layers = 1, s.hidden = 32, s.heads = 2, s.kv_heads = 1, s.ffn = 32, s.vocab = 258;
   s.type = TensorType::Q8_0, s.seed = 1;
-  out.emplace_back("synth-llama-q8_0.gguf", test::to_bytes(synth_model(s)));
+  out.emplace_back("synth-llama-q8_0.gguf", fixture::to_bytes(synth_model(s)));
   s.arch = "qwen3", s.qk_norm = true, s.tied = true, s.type = TensorType::F16, s.head_dim = 8;
-  out.emplace_back("synth-qwen3-f16.gguf", test::to_bytes(synth_model(s)));
+  out.emplace_back("synth-qwen3-f16.gguf", fixture::to_bytes(synth_model(s)));
   return out;
 }
 
@@ -46,7 +46,7 @@ TEST(FuzzSeeds, CheckedInSeedsAreTheGeneratedOnesAndParse) {
   const char* regen = std::getenv("EMBER_REGENERATE_FUZZ_SEEDS");
   for (const auto& [name, bytes] : seeds()) {
     SCOPED_TRACE(name);
-    EXPECT_NO_THROW(test::parse_bytes(bytes));
+    EXPECT_NO_THROW(fixture::parse_bytes(bytes));
     EXPECT_LT(bytes.size(), 64u * 1024);  // keep the corpus small: libFuzzer's max_len follows it
     if (regen && std::string(regen) == "1") {
       std::ofstream(dir + "/" + name, std::ios::binary)

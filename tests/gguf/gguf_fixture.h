@@ -9,7 +9,7 @@
 #include "gguf/writer.h"
 #include "util/byte_io.h"
 
-namespace ember::gguf::test {
+namespace ember::gguf::fixture {
 
 inline GgufWriter valid_writer() {
   GgufWriter w;
@@ -73,4 +73,4 @@ T peek(const std::vector<uint8_t>& b, size_t at) {
   return v;
 }
 
-}  // namespace ember::gguf::test
+}  // namespace ember::gguf::fixture

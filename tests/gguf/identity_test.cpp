@@ -17,7 +17,7 @@ GgufFile synth_file() {
   s.arch = "qwen2";
   s.layers = 1, s.hidden = 32, s.heads = 2, s.kv_heads = 1, s.ffn = 64, s.vocab = 260;
   s.qkv_bias = true, s.seed = 5;
-  return test::parse_bytes(test::to_bytes(synth_model(s)));
+  return fixture::parse_bytes(fixture::to_bytes(synth_model(s)));
 }
 
 // Rewrites a file with its metadata and tensors in the order and with the edits given.
@@ -33,7 +33,7 @@ GgufFile rewrite(const GgufFile& f, bool reverse_metadata, bool reverse_tensors,
   for (const TensorInfo* t : ts)
     w.add_tensor(t->name, t->shape, t->type, std::vector<uint8_t>(t->data, t->data + t->n_bytes));
   if (edit) edit(w);
-  return test::parse_bytes(test::to_bytes(w), "other-name.gguf");
+  return fixture::parse_bytes(fixture::to_bytes(w), "other-name.gguf");
 }
 
 TEST(Identity, IndependentOfNameOrderAndUnrelatedMetadata) {
@@ -85,7 +85,7 @@ TEST(Identity, ChangesWithArchitectureMetadataOrAnyTensorByte) {
     if (t.name == "blk.0.ffn_up.weight") b[100] ^= 1;
     w.add_tensor(t.name, t.shape, t.type, std::move(b));
   }
-  const GgufFile g = test::parse_bytes(test::to_bytes(w));
+  const GgufFile g = fixture::parse_bytes(fixture::to_bytes(w));
   const ModelIdentity flipped = model_identity(g);
   EXPECT_NE(flipped.hex(), id.hex());
   EXPECT_EQ(flipped.architecture, id.architecture);

@@ -15,10 +15,10 @@
 namespace ember::gguf {
 namespace {
 
-using test::find_bytes;
-using test::parse_bytes;
-using test::peek;
-using test::poke;
+using fixture::find_bytes;
+using fixture::parse_bytes;
+using fixture::peek;
+using fixture::poke;
 
 TEST(GgufTypes, BlockGeometryMatchesGgml) {
   struct Want { TensorType t; uint32_t elems, bytes; bool supported; };
@@ -50,7 +50,7 @@ TEST(GgufTypes, BlockGeometryMatchesGgml) {
 }
 
 TEST(GgufReader, ReadsEveryValueType) {
-  const GgufFile f = parse_bytes(test::to_bytes(test::valid_writer()));
+  const GgufFile f = parse_bytes(fixture::to_bytes(fixture::valid_writer()));
   EXPECT_EQ(f.version(), 3u);
   EXPECT_EQ(f.alignment(), 64u);
   EXPECT_EQ(f.data_offset() % 64, 0u);
@@ -93,7 +93,7 @@ TEST(GgufReader, ReadsEveryValueType) {
 }
 
 TEST(GgufReader, ReadsTensorInfosAndData) {
-  const GgufFile f = parse_bytes(test::to_bytes(test::valid_writer()));
+  const GgufFile f = parse_bytes(fixture::to_bytes(fixture::valid_writer()));
   ASSERT_EQ(f.tensors().size(), 3u);
   const TensorInfo& b = f.tensor("b.weight");
   EXPECT_EQ(b.type, TensorType::Q8_0);
@@ -110,19 +110,19 @@ TEST(GgufReader, ReadsTensorInfosAndData) {
 }
 
 TEST(GgufReader, ReadsVersion2) {
-  auto bytes = test::to_bytes(test::valid_writer());
+  auto bytes = fixture::to_bytes(fixture::valid_writer());
   poke<uint32_t>(bytes, 4, 2);
   EXPECT_EQ(parse_bytes(bytes).version(), 2u);
 }
 
 TEST(GgufWriter, RoundTripIsByteIdentical) {
-  const auto bytes = test::to_bytes(test::valid_writer());
+  const auto bytes = fixture::to_bytes(fixture::valid_writer());
   const GgufFile f = parse_bytes(bytes);
   GgufWriter w;
   w.copy_metadata(f);
   for (const TensorInfo& t : f.tensors())
     w.add_tensor(t.name, t.shape, t.type, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
-  EXPECT_EQ(test::to_bytes(w), bytes);
+  EXPECT_EQ(fixture::to_bytes(w), bytes);
 }
 
 TEST(GgufWriter, RejectsBadTensors) {
@@ -144,13 +144,13 @@ TEST(GgufWriter, RejectsBadTensors) {
 TEST(GgufWriter, WriteFileRefusesToOverwrite) {
   const std::string dir = ember::test::temp_dir("gguf-writer");
   const std::string path = dir + "/m.gguf";
-  const GgufWriter w = test::valid_writer();
+  const GgufWriter w = fixture::valid_writer();
   w.write_file(path, false);
   EXPECT_THROW(w.write_file(path, false), Error);
   w.write_file(path, true);
   const GgufFile f = GgufFile::open(path);
   EXPECT_EQ(f.tensors().size(), 3u);
-  EXPECT_EQ(f.file_size(), test::to_bytes(w).size());
+  EXPECT_EQ(f.file_size(), fixture::to_bytes(w).size());
 }
 
 // ---- the malformed corpus ----
@@ -165,7 +165,7 @@ std::string parse_error(const std::vector<uint8_t>& bytes) {
 }
 
 struct Corpus : ::testing::Test {
-  std::vector<uint8_t> good = test::to_bytes(test::valid_writer());
+  std::vector<uint8_t> good = fixture::to_bytes(fixture::valid_writer());
   // Offset of the value type (u32) right after a metadata key.
   size_t kv_type_at(const std::string& key) {
     const size_t at = find_bytes(good, key);
@@ -254,9 +254,9 @@ TEST_F(Corpus, NestingDepthLimit) {
   for (int d = 1; d < kMaxArrayDepth; ++d) v = Value::of_array(ValueType::ARRAY, {v});
   GgufWriter w;
   w.set("deep", v);
-  EXPECT_NO_THROW(parse_bytes(test::to_bytes(w)));  // exactly the limit
+  EXPECT_NO_THROW(parse_bytes(fixture::to_bytes(w)));  // exactly the limit
   w.set("deep", Value::of_array(ValueType::ARRAY, {v}));
-  expect(test::to_bytes(w), "metadata 'deep': expected arrays nested at most 8 deep");
+  expect(fixture::to_bytes(w), "metadata 'deep': expected arrays nested at most 8 deep");
 }
 
 TEST_F(Corpus, DuplicateNames) {

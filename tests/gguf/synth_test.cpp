@@ -28,7 +28,7 @@ SynthSpec small(const std::string& arch) {
   return s;
 }
 
-std::vector<uint8_t> synth_bytes(const SynthSpec& s) { return test::to_bytes(synth_model(s)); }
+std::vector<uint8_t> synth_bytes(const SynthSpec& s) { return fixture::to_bytes(synth_model(s)); }
 
 double stddev(const std::vector<float>& v, double* mean_out = nullptr) {
   double m = 0, q = 0;
@@ -51,7 +51,7 @@ TEST(Synth, SameSeedSameBytesOtherSeedOtherWeights) {
   EXPECT_EQ(a, synth_bytes(small("llama")));
   SynthSpec other = small("llama");
   other.seed = 43;
-  const GgufFile fa = test::parse_bytes(a), fb = test::parse_bytes(synth_bytes(other));
+  const GgufFile fa = fixture::parse_bytes(a), fb = fixture::parse_bytes(synth_bytes(other));
   EXPECT_NE(model_identity(fa).hex(), model_identity(fb).hex());
   EXPECT_NE(tensor_hash(fa.tensor("blk.0.attn_q.weight")),
             tensor_hash(fb.tensor("blk.0.attn_q.weight")));
@@ -61,7 +61,7 @@ TEST(Synth, PinnedBytesAcrossMachines) {
   // The generator uses only integer arithmetic and IEEE +,-,*,/,sqrt: these values must not
   // change with the machine, compiler or libm. If this fails, synthetic models (and every
   // identity derived from them) changed.
-  const GgufFile f = test::parse_bytes(synth_bytes(small("llama")));
+  const GgufFile f = fixture::parse_bytes(synth_bytes(small("llama")));
   const auto q = f32_values(f.tensor("blk.0.attn_q.weight"));
   SplitMix64 rng(derive_seed(42, "blk.0.attn_q.weight", 0));
   EXPECT_EQ(q[0], float(rng.normal() / 8.0));
@@ -81,13 +81,13 @@ TEST(Synth, WriteReadWriteIsByteIdentical) {
   for (const char* arch : {"llama", "qwen2", "qwen3"}) {
     SCOPED_TRACE(arch);
     const auto bytes = synth_bytes(small(arch));
-    const GgufFile f = test::parse_bytes(bytes);
+    const GgufFile f = fixture::parse_bytes(bytes);
     GgufWriter w;
     w.copy_metadata(f);
     for (const TensorInfo& t : f.tensors())
       w.add_tensor(t.name, t.shape, t.type, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
-    EXPECT_EQ(test::to_bytes(w), bytes);
-    const GgufFile g = test::parse_bytes(test::to_bytes(w));
+    EXPECT_EQ(fixture::to_bytes(w), bytes);
+    const GgufFile g = fixture::parse_bytes(fixture::to_bytes(w));
     ASSERT_EQ(g.metadata().size(), f.metadata().size());
     for (size_t i = 0; i < f.metadata().size(); ++i)
       EXPECT_EQ(g.metadata()[i].first, f.metadata()[i].first);
@@ -98,7 +98,7 @@ TEST(Synth, WriteReadWriteIsByteIdentical) {
 TEST(Synth, LlamaCppNamesShapesAndKeys) {
   SynthSpec s = small("qwen3");
   s.head_dim = 32;  // != hidden / heads
-  const GgufFile f = test::parse_bytes(synth_bytes(s));
+  const GgufFile f = fixture::parse_bytes(synth_bytes(s));
   EXPECT_EQ(f.get_string("general.architecture"), "qwen3");
   EXPECT_EQ(f.get_int("qwen3.block_count"), 2);
   EXPECT_EQ(f.get_int("qwen3.embedding_length"), 64);
@@ -123,18 +123,18 @@ TEST(Synth, LlamaCppNamesShapesAndKeys) {
 
   SynthSpec q2 = small("qwen2");
   q2.tied = true;
-  const GgufFile g = test::parse_bytes(synth_bytes(q2));
+  const GgufFile g = fixture::parse_bytes(synth_bytes(q2));
   EXPECT_EQ(g.find_tensor("output.weight"), nullptr);
   EXPECT_EQ(g.tensor("blk.0.attn_k.bias").shape, (std::vector<uint64_t>{32}));
   EXPECT_FALSE(g.has("qwen2.attention.key_length"));
-  const GgufFile l = test::parse_bytes(synth_bytes(small("llama")));
+  const GgufFile l = fixture::parse_bytes(synth_bytes(small("llama")));
   EXPECT_EQ(l.get_int("llama.rope.dimension_count"), 16);
   EXPECT_EQ(l.get_float("llama.rope.freq_base"), 10000.0);
   EXPECT_EQ(l.get_int("general.file_type"), 0);
 }
 
 TEST(Synth, BuiltInByteTokenizer) {
-  const GgufFile f = test::parse_bytes(synth_bytes(small("llama")));
+  const GgufFile f = fixture::parse_bytes(synth_bytes(small("llama")));
   EXPECT_EQ(f.get_string("tokenizer.ggml.model"), "gpt2");
   EXPECT_EQ(f.get_string("tokenizer.ggml.pre"), "ember-bytes");
   const auto tokens = f.get_string_array("tokenizer.ggml.tokens");
@@ -190,7 +190,7 @@ TEST(Synth, BuiltInByteTokenizer) {
 TEST(Synth, RealisticInitialScales) {
   SynthSpec s = small("qwen2");
   s.hidden = 256, s.ffn = 512, s.vocab = 1024;
-  const GgufFile f = test::parse_bytes(synth_bytes(s));
+  const GgufFile f = fixture::parse_bytes(synth_bytes(s));
   double mean = 0;
   EXPECT_NEAR(stddev(f32_values(f.tensor("blk.0.attn_q.weight"))), 1.0 / 16, 0.002);
   EXPECT_NEAR(stddev(f32_values(f.tensor("blk.1.ffn_down.weight"))), 1.0 / std::sqrt(512.0),
@@ -207,7 +207,7 @@ TEST(Synth, QuantizedTypesAndFallbacks) {
   s.hidden = 256, s.heads = 4, s.kv_heads = 2, s.ffn = 288;  // ffn_down rows: 288 = 9 * 32
   s.type = TensorType::Q4_K;
   std::vector<SynthTensorNote> notes;
-  const GgufFile f = test::parse_bytes(test::to_bytes(synth_model(s, &notes)));
+  const GgufFile f = fixture::parse_bytes(fixture::to_bytes(synth_model(s, &notes)));
   EXPECT_EQ(f.tensor("blk.0.attn_q.weight").type, TensorType::Q4_K);
   EXPECT_EQ(f.tensor("blk.0.ffn_down.weight").type, TensorType::Q8_0);
   EXPECT_EQ(f.tensor("blk.0.attn_norm.weight").type, TensorType::F32);
@@ -219,7 +219,7 @@ TEST(Synth, QuantizedTypesAndFallbacks) {
   SynthSpec t = small("llama");
   t.ffn = 100;
   t.type = TensorType::Q8_0;
-  const GgufFile g = test::parse_bytes(synth_bytes(t));
+  const GgufFile g = fixture::parse_bytes(synth_bytes(t));
   EXPECT_EQ(g.tensor("blk.0.ffn_down.weight").type, TensorType::F16);
   EXPECT_EQ(g.tensor("blk.0.ffn_up.weight").type, TensorType::Q8_0);
   EXPECT_EQ(storage_type(TensorType::Q6_K, 64), TensorType::Q8_0);
@@ -230,9 +230,9 @@ TEST(Synth, QuantizedTypesAndFallbacks) {
 TEST(Synth, QuantizedWeightsAreTheF32WeightsQuantized) {
   SynthSpec s = small("llama");
   s.hidden = 256, s.ffn = 512;
-  const GgufFile f32 = test::parse_bytes(synth_bytes(s));
+  const GgufFile f32 = fixture::parse_bytes(synth_bytes(s));
   s.type = TensorType::Q8_0;
-  const GgufFile q8 = test::parse_bytes(synth_bytes(s));
+  const GgufFile q8 = fixture::parse_bytes(synth_bytes(s));
   const auto ref = f32_values(f32.tensor("blk.1.ffn_up.weight"));
   const auto deq = dequantize_tensor(q8.tensor("blk.1.ffn_up.weight"));
   ASSERT_EQ(ref.size(), deq.size());
@@ -268,7 +268,7 @@ TEST(Synth, PresetsHaveTheRealGeometries) {
   EXPECT_EQ(l.hidden, 2048);
   EXPECT_EQ(l.rope_theta, 500000);
   l.layers = 1, l.hidden = 256, l.heads = 4, l.kv_heads = 2, l.ffn = 256, l.vocab = 300;
-  const GgufFile f = test::parse_bytes(synth_bytes(l));
+  const GgufFile f = fixture::parse_bytes(synth_bytes(l));
   const auto freqs = f32_values(f.tensor("rope_freqs.weight"));
   ASSERT_EQ(freqs.size(), 32u);  // head_dim 64 / 2
   EXPECT_EQ(freqs.front(), 1.0f);  // highest frequency: unscaled

@@ -21,11 +21,11 @@ std::vector<int32_t> prompt_ids() {
   return {1, 403, 407, 261, 378, 285, 261, 267, 286, 318, 308, 445, 336, 434, 268, 261, 330, 296, 278};
 }
 
-struct Pair {
+struct ModelPair {
   std::shared_ptr<const model::Model> src, tgt;
 };
 
-Pair load_pair(const std::string& s, const std::string& t) {
+ModelPair load_pair(const std::string& s, const std::string& t) {
   return {model::Model::load(test::shared_path("models/" + s)), model::Model::load(test::shared_path("models/" + t))};
 }
 
@@ -47,7 +47,7 @@ SourceRun run_source(model::Engine& e, std::span<const int32_t> prefix) {
 }
 
 TEST(SharedLayers, StoriesBaseAndKjvShareEmbeddingsAndTwoLayers) {
-  const Pair p = load_pair("stories260K.gguf", "stories260K-kjv-top.gguf");
+  const ModelPair p = load_pair("stories260K.gguf", "stories260K-kjv-top.gguf");
   const SharedLayers s = shared_layers(p.src->file(), p.src->config(), p.tgt->file(), p.tgt->config());
   EXPECT_EQ(s.layers, 2);
   EXPECT_EQ(s.first_diff.rfind("blk.2.", 0), 0u) << s.first_diff;
@@ -59,12 +59,12 @@ TEST(SharedLayers, StoriesBaseAndKjvShareEmbeddingsAndTwoLayers) {
     EXPECT_NE(std::string(e.what()).find("blk.2."), std::string::npos) << e.what();
   }
   // F32 vs Q8_0 of one model: the embeddings already differ.
-  const Pair q = load_pair("stories260K.gguf", "stories260K-Q8_0.gguf");
+  const ModelPair q = load_pair("stories260K.gguf", "stories260K-Q8_0.gguf");
   EXPECT_EQ(shared_layers(q.src->file(), q.src->config(), q.tgt->file(), q.tgt->config()).layers, 0);
 }
 
 TEST(Anchor, HybridAtTheTrueSharedBoundaryIsBitExactOnStoriesKjv) {
-  const Pair p = load_pair("stories260K.gguf", "stories260K-kjv-top.gguf");
+  const ModelPair p = load_pair("stories260K.gguf", "stories260K-kjv-top.gguf");
   model::Engine src(p.src, {}), tgt(p.tgt, {});
   const auto ids = prompt_ids();
   const int P = int(ids.size());
@@ -101,7 +101,7 @@ TEST(Anchor, HybridAtTheTrueSharedBoundaryIsBitExactOnStoriesKjv) {
 }
 
 TEST(Anchor, FullTargetPrefillAndIdentityReuseAreExact) {
-  const Pair p = load_pair("stories260K.gguf", "stories260K.gguf");
+  const ModelPair p = load_pair("stories260K.gguf", "stories260K.gguf");
   model::Engine src(p.src, {}), tgt(p.tgt, {});
   const auto ids = prompt_ids();
   const int P = int(ids.size());
@@ -123,7 +123,7 @@ TEST(Anchor, FullTargetPrefillAndIdentityReuseAreExact) {
 }
 
 TEST(Anchor, Refusals) {
-  const Pair p = load_pair("stories260K.gguf", "stories260K-kjv-top.gguf");
+  const ModelPair p = load_pair("stories260K.gguf", "stories260K-kjv-top.gguf");
   model::Engine src(p.src, {}), tgt(p.tgt, {});
   const auto ids = prompt_ids();
   SourceRun s = run_source(src, ids);

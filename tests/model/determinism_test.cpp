@@ -57,7 +57,7 @@ void expect_same_bits(const Outcome& a, const Outcome& b, const std::string& wha
   EXPECT_EQ(a.v, b.v) << what << ": V cache";
 }
 
-std::vector<test::TinySpec> specs() {
+std::vector<test::TinySpec> geometry_and_type_variants() {
   std::vector<test::TinySpec> out;
   test::TinySpec s;
   s.arch = "llama";  // GQA 4:2, F32
@@ -94,7 +94,7 @@ std::vector<test::TinySpec> specs() {
 
 TEST(Determinism, ThreadsPrefillDecodeAndSimdPathsGiveIdenticalBits) {
   SimdGuard guard;
-  for (const test::TinySpec& spec : specs()) {
+  for (const test::TinySpec& spec : geometry_and_type_variants()) {
     SCOPED_TRACE(spec.name());
     auto m = test::make_tiny_model(spec);
     const std::vector<int32_t> tokens = prompt(13, spec.vocab, 1);
@@ -192,7 +192,7 @@ TEST(Determinism, LastRowLogitsEqualAllRowsLogits) {
 }
 
 TEST(Determinism, RestoredCacheContinuesExactlyAsTheOriginal) {
-  for (const test::TinySpec& spec : {test::TinySpec{}, specs()[6]}) {
+  for (const test::TinySpec& spec : {test::TinySpec{}, geometry_and_type_variants()[6]}) {
     auto m = test::make_tiny_model(spec);
     Engine e(m, EngineOptions{1});
     const std::vector<int32_t> tokens = prompt(10, spec.vocab, 3);

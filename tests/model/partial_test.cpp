@@ -26,7 +26,7 @@ bool same(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
 
-std::vector<test::TinySpec> specs() {
+std::vector<test::TinySpec> three_layer_specs() {
   test::TinySpec llama;  // normal RoPE, GQA
   llama.layers = 3;
   test::TinySpec qwen2;
@@ -66,7 +66,7 @@ ForwardHooks recorder(Recorded& r, const ModelConfig& c) {
 }
 
 TEST(Hooks, ObservingChangesNoBitAndShowsWhatTheCacheHolds) {
-  for (const test::TinySpec& spec : specs()) {
+  for (const test::TinySpec& spec : three_layer_specs()) {
     SCOPED_TRACE(spec.name());
     auto m = test::make_tiny_model(spec);
     const ModelConfig& c = m->config();
@@ -116,7 +116,7 @@ TEST(Hooks, ObservingChangesNoBitAndShowsWhatTheCacheHolds) {
 }
 
 TEST(Partial, LayerRangesComposeToForwardBits) {
-  for (const test::TinySpec& spec : specs()) {
+  for (const test::TinySpec& spec : three_layer_specs()) {
     SCOPED_TRACE(spec.name());
     auto m = test::make_tiny_model(spec);
     const ModelConfig& c = m->config();
@@ -145,7 +145,7 @@ TEST(Partial, LayerRangesComposeToForwardBits) {
 }
 
 TEST(Partial, ProjectKvAndAnchorRecomputeMatchForward) {
-  for (const test::TinySpec& spec : specs()) {
+  for (const test::TinySpec& spec : three_layer_specs()) {
     SCOPED_TRACE(spec.name());
     auto m = test::make_tiny_model(spec);
     const ModelConfig& c = m->config();

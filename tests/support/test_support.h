@@ -19,6 +19,8 @@ std::string ember_binary();
 // Runs a shell command; returns its exit status and captures stdout+stderr.
 int run_command(const std::string& cmd, std::string* output = nullptr);
 std::vector<uint8_t> read_bytes(const std::string& path);
+// 64 copies of one hex digit: a well-formed stand-in for a SHA-256 where only its shape matters.
+inline std::string hex64(char digit) { return std::string(64, digit); }
 // The message of the ember::Error that fn throws, or "" when it throws none: the one way
 // tests read an error line to compare it.
 std::string error_of(const std::function<void()>& fn);
