@@ -319,11 +319,25 @@ struct Q32K {
     }
   }
 
+  // The f16 scales of block b of the R rows (R <= 4) in one vcvtph2ps: row r's in lane r of
+  // each 128-bit half, for lane_bcast.
+  template <int R>
+  static __m256 row_scales(const uint8_t* const* rows, int64_t b) {
+    uint64_t packed = 0;
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      uint16_t h;
+      std::memcpy(&h, rows[r] + b * Layout32<TY>::kBytes, 2);
+      packed |= uint64_t(h) << (16 * r);
+    }
+    const __m128 w4 = _mm_cvtph_ps(_mm_cvtsi64_si128(int64_t(packed)));
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(w4), w4, 1);
+  }
+
   // Blocks H, H + 2, H + 4, ... into acc (8 lanes per row and token).
   template <int R, int T, int H>
   static void half_pass(const uint8_t* const* rows, const Activations& a, int64_t t0,
                         __m256 (&res)[R][T]) {
-    using L = Layout32<TY>;
     const int64_t k = a.k, nb = k / 32;
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[R][T];
@@ -333,18 +347,13 @@ struct Q32K {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     for (int64_t b = H; b < nb; b += 2) {
       __m256i aw[R], sg[R];
-      uint64_t packed = 0;  // the R rows' f16 scales of block b
       #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         float d, m;
         sg[r] = codes32<TY>(rows[r], b, &d, &m);
         aw[r] = _mm256_sign_epi8(sg[r], sg[r]);
-        uint16_t h;
-        std::memcpy(&h, rows[r] + b * L::kBytes, 2);
-        packed |= uint64_t(h) << (16 * r);
       }
-      const __m128 w4 = _mm_cvtph_ps(_mm_cvtsi64_si128(int64_t(packed)));
-      const __m256 wd = _mm256_insertf128_ps(_mm256_castps128_ps256(w4), w4, 1);
+      const __m256 wd = row_scales<R>(rows, b);
       #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const int64_t tt = t0 + t;
@@ -409,23 +418,14 @@ struct Q32K {
   template <int R, int H>
   __attribute__((always_inline)) static inline void block(const uint8_t* const* rows, const Activations& a, int64_t tt,
                            int64_t b, __m256 (&acc)[R][2], float (&macc)[R]) {
-    using L = Layout32<TY>;
     const int64_t k = a.k, nb = k / 32;
     const __m256i ones = _mm256_set1_epi16(1);
     const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q + tt * k + b * 32));
     const float ad = a.d[tt * nb + b];
     float sa = 0;
     if constexpr (kMin) sa = ad * float(a.sum[tt * nb + b]);
-    // The R rows' scale products wd * ad in one vcvtph2ps and one vmulps (lane r: row r).
-    uint64_t packed = 0;
-    #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      uint16_t h;
-      std::memcpy(&h, rows[r] + b * L::kBytes, 2);
-      packed |= uint64_t(h) << (16 * r);
-    }
-    const __m128 s4 = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi64_si128(int64_t(packed))), _mm_set1_ps(ad));
-    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(s4), s4, 1);
+    // The R rows' scale products wd * ad in one vmulps (lane r: row r).
+    const __m256 s = _mm256_mul_ps(row_scales<R>(rows, b), _mm256_set1_ps(ad));
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       float wd, wm;
