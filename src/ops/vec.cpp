@@ -20,6 +20,8 @@ void dot_f32_keys_avx512(const float* q, int64_t nq, const float* kt, int64_t ke
                          int64_t ld, float scale, float* out, int64_t out_ld);
 void axpy_rows_f32_avx512(const float* w, const float* x, int64_t rows, int64_t n, float* y);
 void f32_to_f16_row_avx2(const float* src, uint16_t* dst, int64_t n);
+void f16_rows_to_f32_columns_avx2(const uint16_t* src, int64_t rows, int64_t n, float* dst,
+                                  int64_t ld);
 }  // namespace detail
 
 void axpy_f32(float a, const float* x, float* y, int64_t n) {
@@ -54,6 +56,13 @@ void dot_f32_keys(const float* q, int64_t nq, const float* kt, int64_t keys, int
 void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n) {
   if (active_simd() != SimdLevel::scalar) return detail::f16_to_f32_row_avx2(src, dst, n);
   for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+}
+
+void f16_rows_to_f32_columns(const uint16_t* src, int64_t rows, int64_t n, float* dst, int64_t ld) {
+  if (active_simd() != SimdLevel::scalar)
+    return detail::f16_rows_to_f32_columns_avx2(src, rows, n, dst, ld);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) dst[j * ld + r] = f16_to_f32(src[r * n + j]);
 }
 
 void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n) {

@@ -17,13 +17,17 @@ void axpy_rows_f32(const float* w, const float* x, int64_t rows, int64_t n, floa
 // fma in increasing j, the fixed tree), with the keys given transposed: element j of key c at
 // kt[j * ld + c] (ld >= keys). Several keys are computed side by side, key c in vector lane
 // c, each lane carrying the 16 canonical accumulators of its own key, so there is no
-// horizontal reduction per key; queries are taken in pairs, so each key load serves two
-// (attention scores of a tile of queries against a block of keys).
+// horizontal reduction per key; queries are taken up to four at a time, so each key load
+// serves several (attention scores of a tile of queries against a block of keys).
 //   q (nq, n), kt (n, ld), out (nq, out_ld)
 void dot_f32_keys(const float* q, int64_t nq, const float* kt, int64_t keys, int64_t n,
                   int64_t ld, float scale, float* out, int64_t out_ld);
 // dst[i] = f16 -> f32 (exact).  src (n,) f16 bit patterns -> dst (n,)
 void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n);
+// dst[j * ld + r] = f16 -> f32 of src[r * n + j] (exact) for rows r < rows, columns j < n:
+// a block of f16 rows converted and transposed in one pass (the key block dot_f32_keys
+// reads).  src (rows, n) f16 bit patterns -> dst (n, ld), ld >= rows
+void f16_rows_to_f32_columns(const uint16_t* src, int64_t rows, int64_t n, float* dst, int64_t ld);
 // dst[i] = f32 -> f16, round to nearest even (util/f16.h).  src (n,) -> dst (n,)
 void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n);
 

@@ -6,6 +6,7 @@
 #include "util/f16.h"
 
 #include <cmath>
+#include <vector>
 
 namespace ember::ops::detail {
 
@@ -17,8 +18,23 @@ void axpy_f32_avx2(float a, const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = std::fma(a, x[i], y[i]);
 }
 
+// y in registers, 64 columns (8 independent FMA chains: the latency of one chain is 4 cycles
+// and two FMAs issue per cycle, so 32 columns would run at half the rate), then 32, 8, 1.
 void axpy_rows_f32_avx2(const float* w, const float* x, int64_t rows, int64_t n, float* y) {
   int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m256 acc[8];
+    #pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) acc[c] = _mm256_loadu_ps(y + i + 8 * c);
+    for (int64_t r = 0; r < rows; ++r) {
+      const __m256 a = _mm256_broadcast_ss(w + r);
+      const float* xr = x + r * n + i;
+      #pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) acc[c] = _mm256_fmadd_ps(a, _mm256_loadu_ps(xr + 8 * c), acc[c]);
+    }
+    #pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) _mm256_storeu_ps(y + i + 8 * c, acc[c]);
+  }
   for (; i + 32 <= n; i += 32) {
     __m256 y0 = _mm256_loadu_ps(y + i), y1 = _mm256_loadu_ps(y + i + 8),
            y2 = _mm256_loadu_ps(y + i + 16), y3 = _mm256_loadu_ps(y + i + 24);
@@ -48,46 +64,97 @@ void axpy_rows_f32_avx2(const float* w, const float* x, int64_t rows, int64_t n,
   }
 }
 
-// 8 keys per ymm. The 16 canonical accumulators of every key are taken two at a time (lanes
-// l and l + 8, whose sum is the tree's first level), so 8 partial sums and 2 chains are live
-// per query. Queries go in pairs: each load of a transposed key row serves both.
+// 8 keys per ymm, key c in lane c % 8 of vector c / 8, each lane carrying its own key's 16
+// canonical accumulators (ops/dot.h). A tile is NQ queries x KV vectors of keys: the chain of
+// canonical lane l runs for all NQ x KV (query, key vector) pairs at once, so each key load
+// serves NQ queries and each query broadcast KV vectors, and the NQ x KV chains are
+// independent (enough of them to cover the FMA latency: 4 x 2 = 8 on Zen 3 / Zen 4). The
+// chains of lanes l and l + 8 run one after the other, their sum (the tree's first level) goes
+// to a stack buffer, and the rest of the tree runs from there once the 8 sums are done.
 namespace {
-template <int NQ>
-void keys_block8(const float* const* q, const float* base, int64_t nk, int64_t n, int64_t ld,
-                 __m256 vs, float* const* out) {
-  alignas(32) float tail[8];
-  auto load = [&](int64_t j) {
-    if (nk == 8) return _mm256_loadu_ps(base + j * ld);
-    for (int64_t i = 0; i < 8; ++i) tail[i] = i < nk ? base[j * ld + i] : 0.0f;
-    return _mm256_load_ps(tail);
-  };
-  __m256 s8[NQ][8];
-  for (int l = 0; l < 8; ++l) {
-    __m256 a0[NQ], a1[NQ];
-    for (int i = 0; i < NQ; ++i) a0[i] = a1[i] = _mm256_setzero_ps();
-    for (int64_t j = l; j < n; j += 16) {
-      const __m256 k0 = load(j);
-      for (int i = 0; i < NQ; ++i) a0[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[i] + j), k0, a0[i]);
-      if (j + 8 < n) {
-        const __m256 k1 = load(j + 8);
-        for (int i = 0; i < NQ; ++i)
-          a1[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[i] + j + 8), k1, a1[i]);
-      }
+template <int NQ, int KV>
+__attribute__((always_inline)) inline void lane_chain(const float* const* q, const float* base,
+                                                      int64_t n, int64_t ld, int64_t l,
+                                                      __m256 (&acc)[NQ][KV]) {
+  #pragma GCC unroll 8
+  for (int i = 0; i < NQ; ++i)
+    #pragma GCC unroll 4
+    for (int v = 0; v < KV; ++v) acc[i][v] = _mm256_setzero_ps();
+  for (int64_t j = l; j < n; j += 16) {
+    __m256 k[KV];
+    #pragma GCC unroll 4
+    for (int v = 0; v < KV; ++v) k[v] = _mm256_loadu_ps(base + j * ld + 8 * v);
+    #pragma GCC unroll 8
+    for (int i = 0; i < NQ; ++i) {
+      const __m256 b = _mm256_broadcast_ss(q[i] + j);
+      #pragma GCC unroll 4
+      for (int v = 0; v < KV; ++v) acc[i][v] = _mm256_fmadd_ps(b, k[v], acc[i][v]);
     }
-    for (int i = 0; i < NQ; ++i) s8[i][l] = _mm256_add_ps(a0[i], a1[i]);
   }
-  for (int i = 0; i < NQ; ++i) {
-    const __m256 s4_0 = _mm256_add_ps(s8[i][0], s8[i][4]), s4_1 = _mm256_add_ps(s8[i][1], s8[i][5]),
-                 s4_2 = _mm256_add_ps(s8[i][2], s8[i][6]), s4_3 = _mm256_add_ps(s8[i][3], s8[i][7]);
-    const __m256 r = _mm256_mul_ps(
-        _mm256_add_ps(_mm256_add_ps(s4_0, s4_2), _mm256_add_ps(s4_1, s4_3)), vs);
-    if (nk == 8) {
-      _mm256_storeu_ps(out[i], r);
-    } else {
-      alignas(32) float o[8];
-      _mm256_store_ps(o, r);
-      for (int64_t c = 0; c < nk; ++c) out[i][c] = o[c];
+}
+
+// out[i][8 v + c] for the tile's NQ queries and 8 KV keys (all of them valid).
+template <int NQ, int KV>
+void keys_tile(const float* const* q, const float* base, int64_t n, int64_t ld, __m256 vs,
+               float* const* out) {
+  __m256 s8[8][NQ][KV];
+  for (int l = 0; l < 8; ++l) {
+    __m256 a[NQ][KV];
+    lane_chain<NQ, KV>(q, base, n, ld, l, a);
+    #pragma GCC unroll 8
+    for (int i = 0; i < NQ; ++i)
+      #pragma GCC unroll 4
+      for (int v = 0; v < KV; ++v) s8[l][i][v] = a[i][v];
+    lane_chain<NQ, KV>(q, base, n, ld, l + 8, a);
+    #pragma GCC unroll 8
+    for (int i = 0; i < NQ; ++i)
+      #pragma GCC unroll 4
+      for (int v = 0; v < KV; ++v) s8[l][i][v] = _mm256_add_ps(s8[l][i][v], a[i][v]);
+  }
+  #pragma GCC unroll 8
+  for (int i = 0; i < NQ; ++i)
+    #pragma GCC unroll 4
+    for (int v = 0; v < KV; ++v) {
+      const __m256 s4_0 = _mm256_add_ps(s8[0][i][v], s8[4][i][v]),
+                   s4_1 = _mm256_add_ps(s8[1][i][v], s8[5][i][v]),
+                   s4_2 = _mm256_add_ps(s8[2][i][v], s8[6][i][v]),
+                   s4_3 = _mm256_add_ps(s8[3][i][v], s8[7][i][v]);
+      const __m256 r = _mm256_mul_ps(
+          _mm256_add_ps(_mm256_add_ps(s4_0, s4_2), _mm256_add_ps(s4_1, s4_3)), vs);
+      _mm256_storeu_ps(out[i] + 8 * v, r);
     }
+}
+
+// NQ queries against all the keys: tiles of 16 keys, then 8, then the last 1-7 keys from a
+// zero-padded copy (so no load reaches past the caller's columns).
+template <int NQ>
+void keys_queries(const float* q, const float* kt, int64_t keys, int64_t n, int64_t ld,
+                  __m256 vs, float* out, int64_t out_ld) {
+  const float* qs[NQ];
+  float* os[NQ];
+  #pragma GCC unroll 8
+  for (int i = 0; i < NQ; ++i) qs[i] = q + i * n;
+  int64_t c = 0;
+  auto at = [&](int64_t col) {
+    #pragma GCC unroll 8
+    for (int i = 0; i < NQ; ++i) os[i] = out + i * out_ld + col;
+    return os;
+  };
+  for (; c + 24 <= keys; c += 24) keys_tile<NQ, 3>(qs, kt + c, n, ld, vs, at(c));
+  for (; c + 16 <= keys; c += 16) keys_tile<NQ, 2>(qs, kt + c, n, ld, vs, at(c));
+  for (; c + 8 <= keys; c += 8) keys_tile<NQ, 1>(qs, kt + c, n, ld, vs, at(c));
+  if (c < keys) {
+    const int64_t nk = keys - c;
+    std::vector<float> pad(size_t(n) * 8, 0.0f);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t x = 0; x < nk; ++x) pad[size_t(j * 8 + x)] = kt[j * ld + c + x];
+    alignas(32) float tmp[NQ][8];
+    float* ts[NQ];
+    #pragma GCC unroll 8
+    for (int i = 0; i < NQ; ++i) ts[i] = tmp[i];
+    keys_tile<NQ, 1>(qs, pad.data(), n, 8, vs, ts);
+    for (int i = 0; i < NQ; ++i)
+      for (int64_t x = 0; x < nk; ++x) out[i * out_ld + c + x] = tmp[i][x];
   }
 }
 }  // namespace
@@ -96,19 +163,12 @@ void dot_f32_keys_avx2(const float* q, int64_t nq, const float* kt, int64_t keys
                        int64_t ld, float scale, float* out, int64_t out_ld) {
   const __m256 vs = _mm256_set1_ps(scale);
   int64_t i = 0;
-  for (; i + 2 <= nq; i += 2) {
-    const float* qs[2] = {q + i * n, q + (i + 1) * n};
-    for (int64_t c = 0; c < keys; c += 8) {
-      float* os[2] = {out + i * out_ld + c, out + (i + 1) * out_ld + c};
-      keys_block8<2>(qs, kt + c, keys - c < 8 ? keys - c : 8, n, ld, vs, os);
-    }
-  }
-  if (i < nq) {
-    const float* qs[1] = {q + i * n};
-    for (int64_t c = 0; c < keys; c += 8) {
-      float* os[1] = {out + i * out_ld + c};
-      keys_block8<1>(qs, kt + c, keys - c < 8 ? keys - c : 8, n, ld, vs, os);
-    }
+  for (; i + 4 <= nq; i += 4) keys_queries<4>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+  switch (nq - i) {
+    case 3: return keys_queries<3>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+    case 2: return keys_queries<2>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+    case 1: return keys_queries<1>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+    default: return;
   }
 }
 
@@ -126,6 +186,43 @@ void f32_to_f16_row_avx2(const float* src, uint16_t* dst, int64_t n) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
   for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+// 8 x 8 blocks: eight rows of 8 halves converted (vcvtph2ps), transposed in registers
+// (unpack, shuffle, 128-bit permute), stored as eight columns; the edges one value at a time.
+void f16_rows_to_f32_columns_avx2(const uint16_t* src, int64_t rows, int64_t n, float* dst,
+                                  int64_t ld) {
+  int64_t r = 0;
+  for (; r + 8 <= rows; r += 8) {
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      __m256 v[8];
+      #pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i)
+        v[i] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + (r + i) * n + j)));
+      const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]),
+                   t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]),
+                   t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]),
+                   t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+      const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+                   u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+                   u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+                   u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+      float* d = dst + j * ld + r;
+      _mm256_storeu_ps(d + 0 * ld, _mm256_permute2f128_ps(u0, u4, 0x20));
+      _mm256_storeu_ps(d + 1 * ld, _mm256_permute2f128_ps(u1, u5, 0x20));
+      _mm256_storeu_ps(d + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
+      _mm256_storeu_ps(d + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
+      _mm256_storeu_ps(d + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
+      _mm256_storeu_ps(d + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
+      _mm256_storeu_ps(d + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
+      _mm256_storeu_ps(d + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
+    }
+    for (; j < n; ++j)
+      for (int64_t i = 0; i < 8; ++i) dst[j * ld + r + i] = _cvtsh_ss(src[(r + i) * n + j]);
+  }
+  for (; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) dst[j * ld + r] = _cvtsh_ss(src[r * n + j]);
 }
 
 }  // namespace ember::ops::detail

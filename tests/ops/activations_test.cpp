@@ -156,6 +156,38 @@ TEST(Vec, TwinsAreBitIdentical) {
   }
 }
 
+// The transposing conversion of a key block: every f16 pattern (subnormals, infinities, NaN
+// included) lands, converted exactly, at (column, row), on every path, for 8 x 8 blocks and
+// for the edges (19 rows, 21 columns), and nothing outside the block is written.
+TEST(Vec, F16RowsToF32ColumnsTransposesExactly) {
+  SimdGuard guard;
+  const int64_t rows = 19, n = 21, ld = rows + 5;
+  std::vector<uint16_t> src(size_t(rows * n));
+  for (size_t i = 0; i < src.size(); ++i) src[i] = uint16_t(i * 2654435761u >> 7);
+  src[0] = 0x7C00;  // +inf
+  src[1] = 0x0001;  // smallest subnormal
+  src[2] = 0x7E00;  // NaN
+  for (SimdLevel level : test::simd_levels_under_test()) {
+    set_simd_override(level);
+    std::vector<float> dst(size_t(n * ld), -7.0f);
+    f16_rows_to_f32_columns(src.data(), rows, n, dst.data(), ld);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t c = 0; c < ld; ++c) {
+        const float got = dst[size_t(j * ld + c)];
+        if (c >= rows) {
+          ASSERT_EQ(got, -7.0f) << simd_name(level) << " wrote past the rows";
+          continue;
+        }
+        const float want = f16_to_f32(src[size_t(c * n + j)]);
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(got)) << simd_name(level);
+        } else {
+          ASSERT_EQ(bits(got), bits(want)) << simd_name(level) << " row " << c << " column " << j;
+        }
+      }
+  }
+}
+
 // The row kernels attention uses over a block of keys give the bits of the one-row calls on
 // the same path (edge values included), and the paths agree with scalar on finite data.
 TEST(Vec, RowKernelsEqualTheirOneRowCalls) {  // and dot_f32_keys
@@ -198,11 +230,13 @@ TEST(Vec, RowKernelsEqualTheirOneRowCalls) {  // and dot_f32_keys
         for (int64_t c = 0; c < rows; ++c)
           for (int64_t j = 0; j < n; ++j) kt[size_t(j * ld + c)] = x[size_t(c * n + j)];
         dot_f32_keys(q.data(), 1, kt.data(), rows, n, ld, 0.125f, sk.data(), rows);
-        // Three queries at once (a pair and a single): each row the bits of its own call.
-        std::vector<float> q3(size_t(3 * n)), sk3(size_t(3 * (rows + 2)), -1.0f);
-        for (int64_t i = 0; i < 3 * n; ++i) q3[size_t(i)] = q[size_t(i % n)] * float(1 + i / n);
-        dot_f32_keys(q3.data(), 3, kt.data(), rows, n, ld, 0.125f, sk3.data(), rows + 2);
-        for (int64_t i = 0; i < 3; ++i) {
+        // Seven queries at once (a group of four and one of three; 37 keys are tiles of 24
+        // and 8 and a remainder of 5): each row the bits of its own call.
+        constexpr int64_t kQ = 7;
+        std::vector<float> q3(size_t(kQ * n)), sk3(size_t(kQ * (rows + 2)), -1.0f);
+        for (int64_t i = 0; i < kQ * n; ++i) q3[size_t(i)] = q[size_t(i % n)] * float(1 + i / n);
+        dot_f32_keys(q3.data(), kQ, kt.data(), rows, n, ld, 0.125f, sk3.data(), rows + 2);
+        for (int64_t i = 0; i < kQ; ++i) {
           std::vector<float> one(static_cast<size_t>(rows));
           dot_f32_keys(q3.data() + i * n, 1, kt.data(), rows, n, ld, 0.125f, one.data(), rows);
           for (int64_t r = 0; r < rows; ++r) {
