@@ -12,33 +12,85 @@
 namespace ember::ops::detail {
 
 namespace {
-// The scores of up to 16 keys (nk) for NQ queries; key c in lane c, its canonical lanes l and
-// l + 8 in two chains per query (see vec_avx2.cpp).
-template <int NQ>
-void keys_block16(const float* const* q, const float* base, int64_t nk, int64_t n, int64_t ld,
-                  __m512 vs, float* const* out) {
-  const __mmask16 m = nk >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << nk) - 1);
-  __m512 s8[NQ][8];
-  for (int l = 0; l < 8; ++l) {
-    __m512 a0[NQ], a1[NQ];
-    for (int i = 0; i < NQ; ++i) a0[i] = a1[i] = _mm512_setzero_ps();
-    for (int64_t j = l; j < n; j += 16) {
-      const __m512 k0 = _mm512_maskz_loadu_ps(m, base + j * ld);
-      for (int i = 0; i < NQ; ++i) a0[i] = _mm512_fmadd_ps(_mm512_set1_ps(q[i][j]), k0, a0[i]);
-      if (j + 8 < n) {
-        const __m512 k1 = _mm512_maskz_loadu_ps(m, base + (j + 8) * ld);
-        for (int i = 0; i < NQ; ++i)
-          a1[i] = _mm512_fmadd_ps(_mm512_set1_ps(q[i][j + 8]), k1, a1[i]);
-      }
+// As in vec_avx2.cpp, with 16 keys per zmm: a tile of NQ queries x KV vectors of keys runs the
+// chain of canonical lane l for all NQ x KV pairs at once (each key load serves NQ queries),
+// the chains of lanes l and l + 8 one after the other, their sums through a stack buffer. The
+// last vector of a tile may be partial (mask m: loads and stores of the valid keys only).
+template <int NQ, int KV>
+__attribute__((always_inline)) inline void lane_chain(const float* const* q, const float* base,
+                                                      int64_t n, int64_t ld, int64_t l,
+                                                      __mmask16 m, __m512 (&acc)[NQ][KV]) {
+  #pragma GCC unroll 8
+  for (int i = 0; i < NQ; ++i)
+    #pragma GCC unroll 4
+    for (int v = 0; v < KV; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int64_t j = l; j < n; j += 16) {
+    __m512 k[KV];
+    #pragma GCC unroll 4
+    for (int v = 0; v < KV; ++v)
+      k[v] = v + 1 < KV ? _mm512_loadu_ps(base + j * ld + 16 * v)
+                        : _mm512_maskz_loadu_ps(m, base + j * ld + 16 * v);
+    #pragma GCC unroll 8
+    for (int i = 0; i < NQ; ++i) {
+      const __m512 b = _mm512_set1_ps(q[i][j]);
+      #pragma GCC unroll 4
+      for (int v = 0; v < KV; ++v) acc[i][v] = _mm512_fmadd_ps(b, k[v], acc[i][v]);
     }
-    for (int i = 0; i < NQ; ++i) s8[i][l] = _mm512_add_ps(a0[i], a1[i]);
   }
-  for (int i = 0; i < NQ; ++i) {
-    const __m512 s4_0 = _mm512_add_ps(s8[i][0], s8[i][4]), s4_1 = _mm512_add_ps(s8[i][1], s8[i][5]),
-                 s4_2 = _mm512_add_ps(s8[i][2], s8[i][6]), s4_3 = _mm512_add_ps(s8[i][3], s8[i][7]);
-    const __m512 r = _mm512_mul_ps(
-        _mm512_add_ps(_mm512_add_ps(s4_0, s4_2), _mm512_add_ps(s4_1, s4_3)), vs);
-    _mm512_mask_storeu_ps(out[i], m, r);
+}
+
+template <int NQ, int KV>
+void keys_tile(const float* const* q, const float* base, int64_t n, int64_t ld, __mmask16 m,
+               __m512 vs, float* const* out) {
+  __m512 s8[8][NQ][KV];
+  for (int l = 0; l < 8; ++l) {
+    __m512 a[NQ][KV];
+    lane_chain<NQ, KV>(q, base, n, ld, l, m, a);
+    #pragma GCC unroll 8
+    for (int i = 0; i < NQ; ++i)
+      #pragma GCC unroll 4
+      for (int v = 0; v < KV; ++v) s8[l][i][v] = a[i][v];
+    lane_chain<NQ, KV>(q, base, n, ld, l + 8, m, a);
+    #pragma GCC unroll 8
+    for (int i = 0; i < NQ; ++i)
+      #pragma GCC unroll 4
+      for (int v = 0; v < KV; ++v) s8[l][i][v] = _mm512_add_ps(s8[l][i][v], a[i][v]);
+  }
+  #pragma GCC unroll 8
+  for (int i = 0; i < NQ; ++i)
+    #pragma GCC unroll 4
+    for (int v = 0; v < KV; ++v) {
+      const __m512 s4_0 = _mm512_add_ps(s8[0][i][v], s8[4][i][v]),
+                   s4_1 = _mm512_add_ps(s8[1][i][v], s8[5][i][v]),
+                   s4_2 = _mm512_add_ps(s8[2][i][v], s8[6][i][v]),
+                   s4_3 = _mm512_add_ps(s8[3][i][v], s8[7][i][v]);
+      const __m512 r = _mm512_mul_ps(
+          _mm512_add_ps(_mm512_add_ps(s4_0, s4_2), _mm512_add_ps(s4_1, s4_3)), vs);
+      if (v + 1 < KV) _mm512_storeu_ps(out[i] + 16 * v, r);
+      else _mm512_mask_storeu_ps(out[i] + 16 * v, m, r);
+    }
+}
+
+// NQ queries against all the keys: tiles of 64 keys (16 chains), then 32, then 16 or fewer.
+template <int NQ>
+void keys_queries(const float* q, const float* kt, int64_t keys, int64_t n, int64_t ld,
+                  __m512 vs, float* out, int64_t out_ld) {
+  const float* qs[NQ];
+  float* os[NQ];
+  #pragma GCC unroll 8
+  for (int i = 0; i < NQ; ++i) qs[i] = q + i * n;
+  auto at = [&](int64_t col) {
+    #pragma GCC unroll 8
+    for (int i = 0; i < NQ; ++i) os[i] = out + i * out_ld + col;
+    return os;
+  };
+  const __mmask16 all = 0xFFFF;
+  int64_t c = 0;
+  for (; c + 64 <= keys; c += 64) keys_tile<NQ, 4>(qs, kt + c, n, ld, all, vs, at(c));
+  for (; c + 32 <= keys; c += 32) keys_tile<NQ, 2>(qs, kt + c, n, ld, all, vs, at(c));
+  for (; c < keys; c += 16) {
+    const __mmask16 m = keys - c >= 16 ? all : __mmask16((1u << (keys - c)) - 1);
+    keys_tile<NQ, 1>(qs, kt + c, n, ld, m, vs, at(c));
   }
 }
 }  // namespace
@@ -47,19 +99,12 @@ void dot_f32_keys_avx512(const float* q, int64_t nq, const float* kt, int64_t ke
                          int64_t ld, float scale, float* out, int64_t out_ld) {
   const __m512 vs = _mm512_set1_ps(scale);
   int64_t i = 0;
-  for (; i + 2 <= nq; i += 2) {
-    const float* qs[2] = {q + i * n, q + (i + 1) * n};
-    for (int64_t c = 0; c < keys; c += 16) {
-      float* os[2] = {out + i * out_ld + c, out + (i + 1) * out_ld + c};
-      keys_block16<2>(qs, kt + c, keys - c, n, ld, vs, os);
-    }
-  }
-  if (i < nq) {
-    const float* qs[1] = {q + i * n};
-    for (int64_t c = 0; c < keys; c += 16) {
-      float* os[1] = {out + i * out_ld + c};
-      keys_block16<1>(qs, kt + c, keys - c, n, ld, vs, os);
-    }
+  for (; i + 4 <= nq; i += 4) keys_queries<4>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+  switch (nq - i) {
+    case 3: return keys_queries<3>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+    case 2: return keys_queries<2>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+    case 1: return keys_queries<1>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+    default: return;
   }
 }
 
