@@ -86,7 +86,8 @@ void Engine::Impl::project(int layer, const float* x, int n, int pos0, KvCache& 
 // canonical-v1 is kept bit for bit: for each (head, query) the arithmetic is the same as a
 // plain two-pass attention over keys 0..len-1 in order — the score of key j is dot_f32(q in
 // f16, k_j) * scale; the softmax is softmax_row over all len scores (its max, exp and sum
-// are over the whole row, so the reduction order depends on len alone); the probabilities
+// are over the whole row, so the reduction order depends on len alone; softmax_rows gives
+// the same bits for several rows at once); the probabilities
 // are rounded to f16; out accumulates fma(p_j, v_j, out) for j = 0, 1, ..., len-1 (the
 // second pass walks the V blocks in order). Blocks, tiles and the task split only decide
 // when and by which thread each of those fixed operations runs, never their order.
@@ -96,6 +97,7 @@ constexpr int kKeyBlock = 64;    // keys converted at a time
 // score chain walks (16 apart) do not all fall in the same few L1 sets (bench_attention, AVX2,
 // head_dim 128: 60 -> 78 GFLOP/s).
 constexpr int kKeyLd = kKeyBlock + 8;
+constexpr int kValueBlockBytes = 16 << 10;  // f32 value rows converted at a time
 constexpr int kQueryTile = 16;   // query tokens per task
 // Queries a task needs before transposing its key blocks pays (decode tasks have 1-7).
 constexpr int kTransposeQueries = 8;
@@ -181,23 +183,33 @@ void Engine::Impl::attend(int layer, int n, int pos0, const KvCache& cache) {
           qi += group_n;
         }
       }
-      // The softmax of each query over its whole row, the probabilities in f16 (like the
-      // cached values they weigh), and the output rows cleared.
-      for (int h = h0; h < h1; ++h)
+      // The softmax of each query over its whole row (a head's rows together, ops::softmax_rows
+      // overlaps their chains), the probabilities in f16 (like the cached values they weigh),
+      // and the output rows cleared.
+      for (int h = h0; h < h1; ++h) {
+        float* rows[kQueryTile];
+        int64_t lens[kQueryTile];
+        for (int t = t0; t < t1; ++t) {
+          rows[t - t0] = scores.data() + (size_t(h - h0) * nt + size_t(t - t0)) * P;
+          lens[t - t0] = pos0 + t + 1;
+        }
+        ops::softmax_rows(rows, lens, nt);
         for (int t = t0; t < t1; ++t) {
           const int len = pos0 + t + 1;
-          float* sc = scores.data() + (size_t(h - h0) * nt + size_t(t - t0)) * P;
-          ops::softmax_row(sc, len);
+          float* sc = rows[t - t0];
           ops::f32_to_f16_row(sc, half.data(), len);
           ops::f16_to_f32_row(half.data(), sc, len);
           float* out = att_ + size_t(t) * qd + size_t(h) * D;
           std::fill(out, out + D, 0.0f);
         }
-      // Pass 2: out += p_j v_j, one value block at a time, keys in increasing order.
-      for (int j0 = 0; j0 < P; j0 += kKeyBlock) {
-        const int j1 = std::min(P, j0 + kKeyBlock);
-        for (int j = j0; j < j1; ++j)
-          ops::f16_to_f32_row(cache.v_row(layer, g, j), kvf.data() + size_t(j - j0) * D, D);
+      }
+      // Pass 2: out += p_j v_j, one value block at a time, keys in increasing order. The
+      // block is at most 16 KB of f32, so it stays in L1 (half of it on Zen 3 / Zen 4) while
+      // every query of the task walks it.
+      const int vblock = std::clamp(kValueBlockBytes / (4 * D), 8, kKeyBlock);
+      for (int j0 = 0; j0 < P; j0 += vblock) {
+        const int j1 = std::min(P, j0 + vblock);
+        ops::f16_to_f32_row(cache.v_row(layer, g, j0), kvf.data(), int64_t(j1 - j0) * D);
         for (int h = h0; h < h1; ++h)
           for (int t = t0; t < t1; ++t) {
             const int len = pos0 + t + 1;

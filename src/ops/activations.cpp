@@ -91,4 +91,38 @@ void softmax_row(float* s, int64_t n) {
   for (int64_t i = 0; i < n; ++i) s[i] /= sum;
 }
 
+namespace {
+// softmax_rows for up to 8 rows: the max and the sum over the prefix all rows share run as
+// interleaved chains, each row's rest (a few elements) alone, in the same per-row order.
+void softmax_rows8(float* const* rows, const int64_t* n, int count) {
+  constexpr int kMax = 8;
+  float m[kMax], sum[kMax];
+  int64_t common = n[0];
+  for (int r = 0; r < count; ++r) {
+    common = n[r] < common ? n[r] : common;
+    m[r] = rows[r][0];
+  }
+  for (int64_t i = 1; i < common; ++i)
+    for (int r = 0; r < count; ++r) m[r] = rows[r][i] > m[r] ? rows[r][i] : m[r];
+  for (int r = 0; r < count; ++r) {
+    for (int64_t i = common > 1 ? common : 1; i < n[r]; ++i) m[r] = rows[r][i] > m[r] ? rows[r][i] : m[r];
+    float* s = rows[r];
+    for (int64_t i = 0; i < n[r]; ++i) s[i] -= m[r];
+    exp_row(s, n[r], s);
+    sum[r] = 0.0f;
+  }
+  for (int64_t i = 0; i < common; ++i)
+    for (int r = 0; r < count; ++r) sum[r] += rows[r][i];
+  for (int r = 0; r < count; ++r) {
+    for (int64_t i = common; i < n[r]; ++i) sum[r] += rows[r][i];
+    float* s = rows[r];
+    for (int64_t i = 0; i < n[r]; ++i) s[i] /= sum[r];
+  }
+}
+}  // namespace
+
+void softmax_rows(float* const* rows, const int64_t* n, int count) {
+  for (int r0 = 0; r0 < count; r0 += 8) softmax_rows8(rows + r0, n + r0, count - r0 < 8 ? count - r0 : 8);
+}
+
 }  // namespace ember::ops

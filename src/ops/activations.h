@@ -32,5 +32,10 @@ void gelu_row(const float* x, int64_t n, float* out);
 // In-place softmax of s (n,), n >= 1: m = max s; e_i = exp_f32(s_i - m); sum = e_0 + e_1 +
 // ... in increasing i (sequential f32 adds); s_i = e_i / sum.
 void softmax_row(float* s, int64_t n);
+// softmax_row of each of `count` rows (rows[r] of length n[r] >= 1), the same bits per row.
+// The max and the sum are sequential chains, one add (compare) per element each waiting for
+// the previous one; the chains of up to 8 rows run interleaved, so the core overlaps them
+// (attention: the rows of a task's queries, whose lengths differ by a few keys).
+void softmax_rows(float* const* rows, const int64_t* n, int count);
 
 }  // namespace ember::ops

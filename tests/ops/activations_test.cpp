@@ -123,6 +123,37 @@ TEST(Softmax, NormalizedStableAndPathIndependent) {
   }
 }
 
+// Several rows at once (lengths 1 to 300, ten rows: a group of 8 and one of 2, the first
+// row shortest, so the shared prefix is one element) give each row the bits of its own
+// softmax_row, on every path; a NaN at the start of a row stays that row's.
+TEST(Softmax, RowsGiveEachRowItsOwnBits) {
+  SimdGuard guard;
+  const std::vector<float> base = edge_and_random(330, -40.0f, 40.0f, 13);
+  const int64_t lens[10] = {1, 300, 299, 7, 64, 250, 128, 3, 200, 201};
+  for (SimdLevel level : test::simd_levels_under_test()) {
+    set_simd_override(level);
+    std::vector<std::vector<float>> got(10), want(10);
+    float* rows[10];
+    for (int r = 0; r < 10; ++r) {
+      want[size_t(r)].assign(base.begin() + 21 + r, base.begin() + 21 + r + lens[r]);
+      if (r == 3) want[size_t(r)][0] = std::nanf("");
+      got[size_t(r)] = want[size_t(r)];
+      rows[r] = got[size_t(r)].data();
+      softmax_row(want[size_t(r)].data(), lens[r]);
+    }
+    softmax_rows(rows, lens, 10);
+    for (int r = 0; r < 10; ++r)
+      for (int64_t i = 0; i < lens[r]; ++i) {
+        const float g = got[size_t(r)][size_t(i)], w = want[size_t(r)][size_t(i)];
+        if (std::isnan(w)) {
+          ASSERT_TRUE(std::isnan(g)) << simd_name(level) << " row " << r;
+          continue;
+        }
+        ASSERT_EQ(bits(g), bits(w)) << simd_name(level) << " row " << r << " element " << i;
+      }
+  }
+}
+
 TEST(Vec, TwinsAreBitIdentical) {
   SimdGuard guard;
   const std::vector<float> x = edge_and_random(1000, -70000.0f, 70000.0f, 4);
