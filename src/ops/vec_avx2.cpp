@@ -6,7 +6,6 @@
 #include "util/f16.h"
 
 #include <cmath>
-#include <vector>
 
 namespace ember::ops::detail {
 
@@ -72,10 +71,10 @@ void axpy_rows_f32_avx2(const float* w, const float* x, int64_t rows, int64_t n,
 // chains of lanes l and l + 8 run one after the other, their sum (the tree's first level) goes
 // to a stack buffer, and the rest of the tree runs from there once the 8 sums are done.
 namespace {
-template <int NQ, int KV>
+template <int NQ, int KV, bool kTail>
 __attribute__((always_inline)) inline void lane_chain(const float* const* q, const float* base,
                                                       int64_t n, int64_t ld, int64_t l,
-                                                      __m256 (&acc)[NQ][KV]) {
+                                                      __m256i m, __m256 (&acc)[NQ][KV]) {
   #pragma GCC unroll 8
   for (int i = 0; i < NQ; ++i)
     #pragma GCC unroll 4
@@ -83,7 +82,9 @@ __attribute__((always_inline)) inline void lane_chain(const float* const* q, con
   for (int64_t j = l; j < n; j += 16) {
     __m256 k[KV];
     #pragma GCC unroll 4
-    for (int v = 0; v < KV; ++v) k[v] = _mm256_loadu_ps(base + j * ld + 8 * v);
+    for (int v = 0; v < KV; ++v)
+      k[v] = !kTail || v + 1 < KV ? _mm256_loadu_ps(base + j * ld + 8 * v)
+                                  : _mm256_maskload_ps(base + j * ld + 8 * v, m);
     #pragma GCC unroll 8
     for (int i = 0; i < NQ; ++i) {
       const __m256 b = _mm256_broadcast_ss(q[i] + j);
@@ -93,19 +94,20 @@ __attribute__((always_inline)) inline void lane_chain(const float* const* q, con
   }
 }
 
-// out[i][8 v + c] for the tile's NQ queries and 8 KV keys (all of them valid).
-template <int NQ, int KV>
-void keys_tile(const float* const* q, const float* base, int64_t n, int64_t ld, __m256 vs,
-               float* const* out) {
+// out[i][8 v + c] for the tile's NQ queries and 8 KV keys; with kTail, the last vector's keys
+// are the lanes of mask m (vmaskmovps: the other lanes are neither read nor written).
+template <int NQ, int KV, bool kTail>
+void keys_tile(const float* const* q, const float* base, int64_t n, int64_t ld, __m256i m,
+               __m256 vs, float* const* out) {
   __m256 s8[8][NQ][KV];
   for (int l = 0; l < 8; ++l) {
     __m256 a[NQ][KV];
-    lane_chain<NQ, KV>(q, base, n, ld, l, a);
+    lane_chain<NQ, KV, kTail>(q, base, n, ld, l, m, a);
     #pragma GCC unroll 8
     for (int i = 0; i < NQ; ++i)
       #pragma GCC unroll 4
       for (int v = 0; v < KV; ++v) s8[l][i][v] = a[i][v];
-    lane_chain<NQ, KV>(q, base, n, ld, l + 8, a);
+    lane_chain<NQ, KV, kTail>(q, base, n, ld, l + 8, m, a);
     #pragma GCC unroll 8
     for (int i = 0; i < NQ; ++i)
       #pragma GCC unroll 4
@@ -121,12 +123,12 @@ void keys_tile(const float* const* q, const float* base, int64_t n, int64_t ld, 
                    s4_3 = _mm256_add_ps(s8[3][i][v], s8[7][i][v]);
       const __m256 r = _mm256_mul_ps(
           _mm256_add_ps(_mm256_add_ps(s4_0, s4_2), _mm256_add_ps(s4_1, s4_3)), vs);
-      _mm256_storeu_ps(out[i] + 8 * v, r);
+      if (!kTail || v + 1 < KV) _mm256_storeu_ps(out[i] + 8 * v, r);
+      else _mm256_maskstore_ps(out[i] + 8 * v, m, r);
     }
 }
 
-// NQ queries against all the keys: tiles of 16 keys, then 8, then the last 1-7 keys from a
-// zero-padded copy (so no load reaches past the caller's columns).
+// NQ queries against all the keys: tiles of 24 keys (12 chains), then 16, then 8 or fewer.
 template <int NQ>
 void keys_queries(const float* q, const float* kt, int64_t keys, int64_t n, int64_t ld,
                   __m256 vs, float* out, int64_t out_ld) {
@@ -134,27 +136,19 @@ void keys_queries(const float* q, const float* kt, int64_t keys, int64_t n, int6
   float* os[NQ];
   #pragma GCC unroll 8
   for (int i = 0; i < NQ; ++i) qs[i] = q + i * n;
-  int64_t c = 0;
   auto at = [&](int64_t col) {
     #pragma GCC unroll 8
     for (int i = 0; i < NQ; ++i) os[i] = out + i * out_ld + col;
     return os;
   };
-  for (; c + 24 <= keys; c += 24) keys_tile<NQ, 3>(qs, kt + c, n, ld, vs, at(c));
-  for (; c + 16 <= keys; c += 16) keys_tile<NQ, 2>(qs, kt + c, n, ld, vs, at(c));
-  for (; c + 8 <= keys; c += 8) keys_tile<NQ, 1>(qs, kt + c, n, ld, vs, at(c));
-  if (c < keys) {
-    const int64_t nk = keys - c;
-    std::vector<float> pad(size_t(n) * 8, 0.0f);
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t x = 0; x < nk; ++x) pad[size_t(j * 8 + x)] = kt[j * ld + c + x];
-    alignas(32) float tmp[NQ][8];
-    float* ts[NQ];
-    #pragma GCC unroll 8
-    for (int i = 0; i < NQ; ++i) ts[i] = tmp[i];
-    keys_tile<NQ, 1>(qs, pad.data(), n, 8, vs, ts);
-    for (int i = 0; i < NQ; ++i)
-      for (int64_t x = 0; x < nk; ++x) out[i * out_ld + c + x] = tmp[i][x];
+  const __m256i all = _mm256_set1_epi32(-1);
+  int64_t c = 0;
+  for (; c + 24 <= keys; c += 24) keys_tile<NQ, 3, false>(qs, kt + c, n, ld, all, vs, at(c));
+  for (; c + 16 <= keys; c += 16) keys_tile<NQ, 2, false>(qs, kt + c, n, ld, all, vs, at(c));
+  for (; c < keys; c += 8) {
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(keys - c < 8 ? keys - c : 8)),
+                                         _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    keys_tile<NQ, 1, true>(qs, kt + c, n, ld, m, vs, at(c));
   }
 }
 }  // namespace
