@@ -81,16 +81,6 @@ void gelu_row(const float* x, int64_t n, float* out) {
   }
 }
 
-void softmax_row(float* s, int64_t n) {
-  float m = s[0];
-  for (int64_t i = 1; i < n; ++i) m = s[i] > m ? s[i] : m;
-  for (int64_t i = 0; i < n; ++i) s[i] -= m;
-  exp_row(s, n, s);
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n; ++i) sum += s[i];
-  for (int64_t i = 0; i < n; ++i) s[i] /= sum;
-}
-
 namespace {
 // softmax_rows for up to 8 rows: the max and the sum over the prefix all rows share run as
 // interleaved chains, each row's rest (a few elements) alone, in the same per-row order.
@@ -124,5 +114,8 @@ void softmax_rows8(float* const* rows, const int64_t* n, int count) {
 void softmax_rows(float* const* rows, const int64_t* n, int count) {
   for (int r0 = 0; r0 < count; r0 += 8) softmax_rows8(rows + r0, n + r0, count - r0 < 8 ? count - r0 : 8);
 }
+
+// One row is a group of one: a single implementation, so the two entry points cannot drift.
+void softmax_row(float* s, int64_t n) { softmax_rows(&s, &n, 1); }
 
 }  // namespace ember::ops
