@@ -8,12 +8,14 @@
 // The 16 canonical f32 lanes are two ymm registers (lanes 0-7 and 8-15); the 32-block types
 // keep the even blocks in the first and the odd blocks in the second, exactly the scalar
 // acc[8 * (b & 1) + l]. Tiles of R rows x T tokens, two far-apart rows for decode, loops unrolled,
-// as in the AVX-512 file.
+// as in the AVX-512 file; the prefill of the quantized types (except Q4_1 / Q5_1) runs on row
+// panels, 4 rows decoded once per token chunk (Q32Panel, KPanel).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
 #include "gguf/blocks.h"
@@ -438,6 +440,111 @@ struct Q32K {
   }
 };
 
+// ---- Q8_0 / Q4_0 / Q5_0 prefill: each row block decoded once per token chunk -------------
+// A Q32K tile decodes its R rows' blocks again for every T = 3 tokens, and for Q5_0 that
+// decode is as much work as the dot products. In prefill the 4 rows of a row block are decoded
+// once per token chunk instead, into a panel (8 bytes per column, so in L1 up to k = 4096):
+// |w| as bytes (the unsigned operand of the sign trick), the signed codes (Q8_0 reads its own
+// rows), and the f32 block scales, the 4 rows of block b side by side. A token tile then does
+// no decoding: inside a block it runs over rows, then tokens, and takes each row-times-token
+// scale from a small table by vbroadcastss (a load, where Q32K spends a shuffle). Same integer
+// block sums, same order of FMAs per lane (the two half passes of Q32K), so the same bits.
+// bench_matmul 1 avx2 512, Zen 4, best (median) of 6 GOP/s, Q32K -> panel: q5_0 60 (48) ->
+// 78 (66), q4_0 66 (57) -> 79 (71); q8_0 79 (65) -> 78 (60), the same within the noise.
+template <TensorType TY>
+struct Q32Panel {
+  static constexpr int kR = 4, kT = 3;
+  static constexpr bool kOwnCodes = TY != TensorType::Q8_0;
+  static constexpr int64_t kCodeStride = kOwnCodes ? 32 : Layout32<TY>::kBytes;
+
+  int64_t k = 0, nb = 0;
+  uint8_t* mag = nullptr;      // |w| of row r, block b at mag + r * k + 32 b
+  int8_t* codes = nullptr;     // kOwnCodes: the signed codes, same layout
+  float* scale = nullptr;      // scale[4 b + r]
+  const int8_t* sign_src[4] = {};  // the signed codes of row r, block b at + b * kCodeStride
+
+  // Bytes of the panel for k columns (32-byte aligned parts).
+  static int64_t bytes(int64_t k) { return (kOwnCodes ? 8 : 4) * k + 16 * (k / 32); }
+
+  void bind(uint8_t* mem, int64_t k_) {
+    k = k_, nb = k_ / 32;
+    mag = mem;
+    codes = reinterpret_cast<int8_t*>(mem + 4 * k);
+    scale = reinterpret_cast<float*>(mem + (kOwnCodes ? 8 : 4) * k);
+  }
+
+  void fill(const uint8_t* const* rows) {
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      for (int64_t b = 0; b < nb; ++b) {
+        float d, m;
+        const __m256i sg = codes32<TY>(rows[r], b, &d, &m);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(mag + r * k + 32 * b), _mm256_sign_epi8(sg, sg));
+        if constexpr (kOwnCodes)
+          _mm256_store_si256(reinterpret_cast<__m256i*>(codes + r * k + 32 * b), sg);
+        scale[4 * b + r] = d;
+      }
+      sign_src[r] = kOwnCodes ? codes + r * k
+                              : reinterpret_cast<const int8_t*>(rows[r] + Layout32<TY>::kQs);
+    }
+  }
+
+  // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r].
+  template <int T>
+  void tile(const Activations& a, int64_t t0, int64_t m, int64_t i, float* y) const {
+    __m256 even[4][T], odd[4][T];
+    half_pass<T, 0>(a, t0, even);
+    half_pass<T, 1>(a, t0, odd);
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r)
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) y[(t0 + t) * m + i + r] = tree16(even[r][t], odd[r][t]);
+  }
+
+  // The last rem < kT tokens of a chunk.
+  template <int T>
+  void tail(const Activations& a, int64_t t0, int64_t rem, int64_t m, int64_t i, float* y) const {
+    if constexpr (T >= 1) {
+      if (rem == T) tile<T>(a, t0, m, i, y);
+      else tail<T - 1>(a, t0, rem, m, i, y);
+    }
+  }
+
+  template <int T, int H>
+  void half_pass(const Activations& a, int64_t t0, __m256 (&res)[4][T]) const {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[4][T];
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r)
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    const int8_t* q = a.q + t0 * k;
+    const float* ad = a.d + t0 * nb;
+    for (int64_t b = H; b < nb; b += 2) {
+      alignas(16) float sc[T][4];
+      const __m128 wd = _mm_load_ps(scale + 4 * b);
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) _mm_store_ps(sc[t], _mm_mul_ps(wd, _mm_broadcast_ss(ad + t * nb + b)));
+      #pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        const __m256i aw = _mm256_load_si256(reinterpret_cast<const __m256i*>(mag + r * k + 32 * b));
+        const __m256i sw = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(sign_src[r] + b * kCodeStride));
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + t * k + 32 * b));
+          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(av, sw)), ones);
+          acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(sc[t][r]), _mm256_cvtepi32_ps(p), acc[r][t]);
+        }
+      }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r)
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) res[r][t] = acc[r][t];
+  }
+};
+
 // ---- Q4_K / Q5_K / Q6_K ------------------------------------------------------------------
 // One ymm holds 32 codes in logical order (a Q4_K/Q5_K sub-block, or two Q6_K sub-blocks);
 // maddubs + madd against the scale gives 8 int32 lanes, lane l covering elements 4l..4l+3:
@@ -484,40 +591,13 @@ struct KQuantK {
       alignas(16) uint8_t scb[R][16];  // Q4_K/Q5_K: sc0..7, m0..7; Q6_K: 16 int8 scales
       __m256i mins2[R];
       #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        if constexpr (kQ6) {
-          const auto* blk = reinterpret_cast<const gguf::BlockQ6_K*>(rows[r]) + b;
-          d[r] = h2f(blk->d);
-          dmin[r] = 0;
-          std::memcpy(scb[r], blk->scales, 16);
-          mins2[r] = _mm256_setzero_si256();
-        } else {
-          const uint8_t* blk = rows[r] + b * (TY == TensorType::Q4_K ? sizeof(gguf::BlockQ4_K)
-                                                                     : sizeof(gguf::BlockQ5_K));
-          d[r] = h2f(blk + offsetof(gguf::BlockQ4_K, d));
-          dmin[r] = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
-          const __m128i sm = k4_scales_mins(blk + offsetof(gguf::BlockQ4_K, scales));
-          _mm_store_si128(reinterpret_cast<__m128i*>(scb[r]), sm);
-          mins2[r] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
-              sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
-        }
-      }
+      for (int r = 0; r < R; ++r) block_header(rows[r], b, &d[r], &dmin[r], scb[r], &mins2[r]);
       for (int g = 0; g < 8; ++g) {  // 8 groups of 32 elements
         __m256i wq[R], scv[R];
         #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           wq[r] = group_codes(rows[r], b, g, m0f);
-          if constexpr (kQ6) {
-            const __m128i idx = _mm_setr_epi8(char(2 * g), char(2 * g), char(2 * g), char(2 * g),
-                                              char(2 * g), char(2 * g), char(2 * g), char(2 * g),
-                                              char(2 * g + 1), char(2 * g + 1), char(2 * g + 1),
-                                              char(2 * g + 1), char(2 * g + 1), char(2 * g + 1),
-                                              char(2 * g + 1), char(2 * g + 1));
-            scv[r] = _mm256_cvtepi8_epi16(
-                _mm_shuffle_epi8(_mm_load_si128(reinterpret_cast<const __m128i*>(scb[r])), idx));
-          } else {
-            scv[r] = _mm256_set1_epi16(int16_t(scb[r][g]));
-          }
+          scv[r] = group_scales(scb[r], g);
         }
         #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
@@ -558,6 +638,45 @@ struct KQuantK {
       for (int t = 0; t < T; ++t) out[r * T + t] = tree8(acc[r][t]);
   }
 
+  // Super-block b's scales d and dmin (0 for Q6_K), its sub-block scales as bytes (Q4_K /
+  // Q5_K: sc0..7, m0..7; Q6_K: 16 int8) and the mins as int16 pairs m0 m0 m1 m1 ... (Q4_K /
+  // Q5_K, the madd operand against the bsums; 0 for Q6_K).
+  static void block_header(const uint8_t* row, int64_t b, float* d, float* dmin, uint8_t* scb,
+                           __m256i* mins2) {
+    if constexpr (kQ6) {
+      const auto* blk = reinterpret_cast<const gguf::BlockQ6_K*>(row) + b;
+      *d = h2f(blk->d);
+      *dmin = 0;
+      std::memcpy(scb, blk->scales, 16);
+      *mins2 = _mm256_setzero_si256();
+    } else {
+      const uint8_t* blk = row + b * (TY == TensorType::Q4_K ? sizeof(gguf::BlockQ4_K)
+                                                             : sizeof(gguf::BlockQ5_K));
+      *d = h2f(blk + offsetof(gguf::BlockQ4_K, d));
+      *dmin = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
+      const __m128i sm = k4_scales_mins(blk + offsetof(gguf::BlockQ4_K, scales));
+      std::memcpy(scb, &sm, 16);
+      *mins2 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
+          sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
+    }
+  }
+
+  // The madd operand of group g (elements [32g, 32g + 32)): its sub-block scale(s) as int16,
+  // one per product pair (Q6_K: the first 8 pairs take scale 2g, the last 8 scale 2g + 1).
+  static __m256i group_scales(const uint8_t* scb, int g) {
+    if constexpr (kQ6) {
+      const __m128i idx = _mm_setr_epi8(char(2 * g), char(2 * g), char(2 * g), char(2 * g),
+                                        char(2 * g), char(2 * g), char(2 * g), char(2 * g),
+                                        char(2 * g + 1), char(2 * g + 1), char(2 * g + 1),
+                                        char(2 * g + 1), char(2 * g + 1), char(2 * g + 1),
+                                        char(2 * g + 1), char(2 * g + 1));
+      return _mm256_cvtepi8_epi16(
+          _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scb)), idx));
+    } else {
+      return _mm256_set1_epi16(int16_t(scb[g]));
+    }
+  }
+
   // The 32 codes of elements [32g, 32g + 32) of super-block b, unsigned, in logical order.
   static __m256i group_codes(const uint8_t* row, int64_t b, int g, __m256i m0f) {
     if constexpr (TY == TensorType::Q4_K || TY == TensorType::Q5_K) {
@@ -592,20 +711,170 @@ struct KQuantK {
   }
 };
 
+// ---- Q4_K / Q5_K / Q6_K prefill: each row block decoded once per token chunk -------------
+// As for the 32-block types (Q32Panel): a KQuantK tile decodes its row's codes and scales for
+// every 4 tokens, and for Q6_K that is more work than the dot products. In prefill the 4 rows of
+// a row block are decoded once per token chunk into a panel (about 8.5 bytes per column): the
+// unsigned codes in logical order, each group's madd operand (its scales as int16), and per
+// super-block d, dmin and the mins. A tile of 4 rows x 2 tokens then does no decoding. Same
+// integer sums, same FMAs in the same order, so the same bits as KQuantK.
+// bench_matmul 1 avx2 512, Zen 4, best (median) of 5 GOP/s, KQuantK -> panel: q4_K 88 (73) ->
+// 111 (86), q5_K 71 (62) -> 105 (78), q6_K 42 (39) -> 94 (82).
+template <TensorType TY>
+struct KPanel {
+  using K = KQuantK<TY>;
+  static constexpr bool kQ6 = K::kQ6;
+  static constexpr int kR = 4, kT = 2;
+
+  int64_t k = 0, nb = 0;
+  uint8_t* codes = nullptr;    // row r, super-block b, group g: codes + r * k + 256 b + 32 g
+  __m256i* scales = nullptr;   // its madd operand: scales[(r * nb + b) * 8 + g]
+  __m256i* mins = nullptr;     // mins[r * nb + b] (Q4_K / Q5_K)
+  float* d = nullptr;          // d[4 b + r]
+  float* dmin = nullptr;       // dmin[4 b + r]
+
+  static int64_t bytes(int64_t k) { return 4 * k + 4 * k + 4 * (k / 256) * 32 + 2 * 16 * (k / 256); }
+
+  void bind(uint8_t* mem, int64_t k_) {
+    k = k_, nb = k_ / 256;
+    codes = mem;
+    scales = reinterpret_cast<__m256i*>(mem + 4 * k);
+    mins = reinterpret_cast<__m256i*>(mem + 8 * k);
+    d = reinterpret_cast<float*>(mem + 8 * k + 4 * nb * 32);
+    dmin = d + 4 * nb;
+  }
+
+  void fill(const uint8_t* const* rows) {
+    const __m256i m0f = _mm256_set1_epi8(0x0F);
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r)
+      for (int64_t b = 0; b < nb; ++b) {
+        alignas(16) uint8_t scb[16];
+        K::block_header(rows[r], b, &d[4 * b + r], &dmin[4 * b + r], scb, &mins[r * nb + b]);
+        for (int g = 0; g < 8; ++g) {
+          _mm256_store_si256(reinterpret_cast<__m256i*>(codes + r * k + 256 * b + 32 * g),
+                             K::group_codes(rows[r], b, g, m0f));
+          scales[(r * nb + b) * 8 + g] = K::group_scales(scb, g);
+        }
+      }
+  }
+
+  // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r].
+  template <int T>
+  void tile(const Activations& a, int64_t t0, int64_t m, int64_t i, float* y) const {
+    __m256 acc[4][T];
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r)
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    const int8_t* q = a.q + t0 * k;
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i isum[4][T];
+      #pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r)
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) isum[r][t] = _mm256_setzero_si256();
+      for (int g = 0; g < 8; ++g) {
+        alignas(32) __m256i off[T];  // Q6_K: 32 * (pair sums of the activations)
+        if constexpr (kQ6)
+          #pragma GCC unroll 4
+          for (int t = 0; t < T; ++t)
+            off[t] = _mm256_maddubs_epi16(_mm256_set1_epi8(32), _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(q + t * k + 256 * b + 32 * g)));
+        #pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+          const __m256i wq = _mm256_load_si256(
+              reinterpret_cast<const __m256i*>(codes + r * k + 256 * b + 32 * g));
+          const __m256i sc = scales[(r * nb + b) * 8 + g];
+          #pragma GCC unroll 4
+          for (int t = 0; t < T; ++t) {
+            const __m256i av = _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(q + t * k + 256 * b + 32 * g));
+            __m256i p16 = _mm256_maddubs_epi16(wq, av);
+            if constexpr (kQ6) p16 = _mm256_sub_epi16(p16, off[t]);
+            isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(p16, sc));
+          }
+        }
+      }
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const int64_t tt = t0 + t;
+        const float ad = a.d[tt * nb + b];
+        __m256i bs = _mm256_setzero_si256();
+        if constexpr (!kQ6)
+          bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (k / 16) + b * 16));
+        #pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+          acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[4 * b + r] * ad),
+                                      _mm256_cvtepi32_ps(isum[r][t]), acc[r][t]);
+          if constexpr (!kQ6) {
+            const __m256i mp = _mm256_madd_epi16(mins[r * nb + b], bs);
+            acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin[4 * b + r] * ad)),
+                                        _mm256_cvtepi32_ps(mp), acc[r][t]);
+          }
+        }
+      }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r)
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) y[(t0 + t) * m + i + r] = tree8(acc[r][t]);
+  }
+
+  template <int T>
+  void tail(const Activations& a, int64_t t0, int64_t rem, int64_t m, int64_t i, float* y) const {
+    if constexpr (T >= 1) {
+      if (rem == T) tile<T>(a, t0, m, i, y);
+      else tail<T - 1>(a, t0, rem, m, i, y);
+    }
+  }
+};
+
+// Prefill through panels (Q32Panel, KPanel): token chunks, then row blocks of 4, each decoded
+// once into the panel, then the chunk's token tiles. Decode, and the last rows of a range
+// that are fewer than 4, go through K's tiles; without memory for a panel, everything does.
+template <class K, class P>
+void run_panels(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+  const int64_t bytes = (P::bytes(a.k) + 31) / 32 * 32;
+  void* mem = a.n > 1 && r1 - r0 >= 4 ? std::aligned_alloc(32, size_t(bytes)) : nullptr;
+  if (mem == nullptr) {
+    run_tiles<K>(W, a, r0, r1, y);
+    return;
+  }
+  P panel;
+  panel.bind(static_cast<uint8_t*>(mem), a.k);
+  const int64_t rb = weight_row_bytes(K::kType, W.cols);
+  const int64_t chunk = token_chunk<K>(a.k);
+  for (int64_t t0 = 0; t0 < a.n; t0 += chunk) {
+    const int64_t t1 = a.n < t0 + chunk ? a.n : t0 + chunk;
+    int64_t i = r0;
+    for (; i + 4 <= r1; i += 4) {
+      const uint8_t* rows[4] = {W.data + i * rb, W.data + (i + 1) * rb, W.data + (i + 2) * rb,
+                                W.data + (i + 3) * rb};
+      panel.fill(rows);
+      int64_t t = t0;
+      for (; t + P::kT <= t1; t += P::kT) panel.template tile<P::kT>(a, t, W.rows, i, y);
+      if (t < t1) panel.template tail<P::kT - 1>(a, t, t1 - t, W.rows, i, y);
+    }
+    for (; i < r1; ++i) row_block<K, 1>(W, a, rb, i, t0, t1, y);
+  }
+  std::free(mem);
+}
+
 KernelTable make_table() {
   KernelTable t = scalar_kernels();
   t.dot_f32 = dot_f32_avx2;
   t.f32 = run_tiles<FloatK<TensorType::F32>>;
   t.f16 = run_tiles<FloatK<TensorType::F16>>;
   t.bf16 = run_tiles<FloatK<TensorType::BF16>>;
-  t.q8_0 = run_tiles<Q32K<TensorType::Q8_0>>;
-  t.q4_0 = run_tiles<Q32K<TensorType::Q4_0>>;
-  t.q5_0 = run_tiles<Q32K<TensorType::Q5_0>>;
+  t.q8_0 = run_panels<Q32K<TensorType::Q8_0>, Q32Panel<TensorType::Q8_0>>;
+  t.q4_0 = run_panels<Q32K<TensorType::Q4_0>, Q32Panel<TensorType::Q4_0>>;
+  t.q5_0 = run_panels<Q32K<TensorType::Q5_0>, Q32Panel<TensorType::Q5_0>>;
   t.q4_1 = run_tiles<Q32K<TensorType::Q4_1>>;
   t.q5_1 = run_tiles<Q32K<TensorType::Q5_1>>;
-  t.q4_k = run_tiles<KQuantK<TensorType::Q4_K>>;
-  t.q5_k = run_tiles<KQuantK<TensorType::Q5_K>>;
-  t.q6_k = run_tiles<KQuantK<TensorType::Q6_K>>;
+  t.q4_k = run_panels<KQuantK<TensorType::Q4_K>, KPanel<TensorType::Q4_K>>;
+  t.q5_k = run_panels<KQuantK<TensorType::Q5_K>, KPanel<TensorType::Q5_K>>;
+  t.q6_k = run_panels<KQuantK<TensorType::Q6_K>, KPanel<TensorType::Q6_K>>;
   return t;
 }
 
