@@ -8,7 +8,7 @@
 // The 16 canonical f32 lanes are two ymm registers (lanes 0-7 and 8-15); the 32-block types
 // keep the even blocks in the first and the odd blocks in the second, exactly the scalar
 // acc[8 * (b & 1) + l]. Tiles of R rows x T tokens, two far-apart rows for decode, loops unrolled,
-// as in the AVX-512 file; the prefill of the quantized types (except Q4_1 / Q5_1) runs on row
+// as in the AVX-512 file; the prefill of Q4_0 / Q5_0 and the K quants runs on row
 // panels, 4 rows decoded once per token chunk (Q32Panel, KPanel).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -440,37 +440,36 @@ struct Q32K {
   }
 };
 
-// ---- Q8_0 / Q4_0 / Q5_0 prefill: each row block decoded once per token chunk -------------
+// ---- Q4_0 / Q5_0 prefill: each row block decoded once per token chunk --------------------
 // A Q32K tile decodes its R rows' blocks again for every T = 3 tokens, and for Q5_0 that
 // decode is as much work as the dot products. In prefill the 4 rows of a row block are decoded
 // once per token chunk instead, into a panel (8 bytes per column, so in L1 up to k = 4096):
-// |w| as bytes (the unsigned operand of the sign trick), the signed codes (Q8_0 reads its own
-// rows), and the f32 block scales, the 4 rows of block b side by side. A token tile then does
+// |w| as bytes (the unsigned operand of the sign trick), the signed codes, and the f32 block
+// scales, the 4 rows of block b side by side. A token tile then does
 // no decoding: inside a block it runs over rows, then tokens, and takes each row-times-token
 // scale from a small table by vbroadcastss (a load, where Q32K spends a shuffle). Same integer
 // block sums, same order of FMAs per lane (the two half passes of Q32K), so the same bits.
 // bench_matmul 1 avx2 512, Zen 4, best (median) of 6 GOP/s, Q32K -> panel: q5_0 60 (48) ->
-// 78 (66), q4_0 66 (57) -> 79 (71); q8_0 79 (65) -> 78 (60), the same within the noise.
+// 78 (66), q4_0 66 (57) -> 79 (71). Q8_0 has nothing to decode but |w|, and stays on Q32K: on
+// the panel it measured 79 (65) -> 78 (60), and Qwen2.5-0.5B Q8_0 pp512 3 % slower end to end.
 template <TensorType TY>
 struct Q32Panel {
+  static_assert(TY == TensorType::Q4_0 || TY == TensorType::Q5_0);
   static constexpr int kR = 4, kT = 3;
-  static constexpr bool kOwnCodes = TY != TensorType::Q8_0;
-  static constexpr int64_t kCodeStride = kOwnCodes ? 32 : Layout32<TY>::kBytes;
 
   int64_t k = 0, nb = 0;
   uint8_t* mag = nullptr;      // |w| of row r, block b at mag + r * k + 32 b
-  int8_t* codes = nullptr;     // kOwnCodes: the signed codes, same layout
+  int8_t* codes = nullptr;     // the signed codes, same layout
   float* scale = nullptr;      // scale[4 b + r]
-  const int8_t* sign_src[4] = {};  // the signed codes of row r, block b at + b * kCodeStride
 
   // Bytes of the panel for k columns (32-byte aligned parts).
-  static int64_t bytes(int64_t k) { return (kOwnCodes ? 8 : 4) * k + 16 * (k / 32); }
+  static int64_t bytes(int64_t k) { return 8 * k + 16 * (k / 32); }
 
   void bind(uint8_t* mem, int64_t k_) {
     k = k_, nb = k_ / 32;
     mag = mem;
     codes = reinterpret_cast<int8_t*>(mem + 4 * k);
-    scale = reinterpret_cast<float*>(mem + (kOwnCodes ? 8 : 4) * k);
+    scale = reinterpret_cast<float*>(mem + 8 * k);
   }
 
   void fill(const uint8_t* const* rows) {
@@ -480,12 +479,9 @@ struct Q32Panel {
         float d, m;
         const __m256i sg = codes32<TY>(rows[r], b, &d, &m);
         _mm256_store_si256(reinterpret_cast<__m256i*>(mag + r * k + 32 * b), _mm256_sign_epi8(sg, sg));
-        if constexpr (kOwnCodes)
-          _mm256_store_si256(reinterpret_cast<__m256i*>(codes + r * k + 32 * b), sg);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(codes + r * k + 32 * b), sg);
         scale[4 * b + r] = d;
       }
-      sign_src[r] = kOwnCodes ? codes + r * k
-                              : reinterpret_cast<const int8_t*>(rows[r] + Layout32<TY>::kQs);
     }
   }
 
@@ -528,8 +524,7 @@ struct Q32Panel {
       #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r) {
         const __m256i aw = _mm256_load_si256(reinterpret_cast<const __m256i*>(mag + r * k + 32 * b));
-        const __m256i sw = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(sign_src[r] + b * kCodeStride));
+        const __m256i sw = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes + r * k + 32 * b));
         #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
           const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + t * k + 32 * b));
@@ -867,7 +862,7 @@ KernelTable make_table() {
   t.f32 = run_tiles<FloatK<TensorType::F32>>;
   t.f16 = run_tiles<FloatK<TensorType::F16>>;
   t.bf16 = run_tiles<FloatK<TensorType::BF16>>;
-  t.q8_0 = run_panels<Q32K<TensorType::Q8_0>, Q32Panel<TensorType::Q8_0>>;
+  t.q8_0 = run_tiles<Q32K<TensorType::Q8_0>>;
   t.q4_0 = run_panels<Q32K<TensorType::Q4_0>, Q32Panel<TensorType::Q4_0>>;
   t.q5_0 = run_panels<Q32K<TensorType::Q5_0>, Q32Panel<TensorType::Q5_0>>;
   t.q4_1 = run_tiles<Q32K<TensorType::Q4_1>>;
