@@ -497,15 +497,6 @@ struct Q32Panel {
       for (int t = 0; t < T; ++t) y[(t0 + t) * m + i + r] = tree16(even[r][t], odd[r][t]);
   }
 
-  // The last rem < kT tokens of a chunk.
-  template <int T>
-  void tail(const Activations& a, int64_t t0, int64_t rem, int64_t m, int64_t i, float* y) const {
-    if constexpr (T >= 1) {
-      if (rem == T) tile<T>(a, t0, m, i, y);
-      else tail<T - 1>(a, t0, rem, m, i, y);
-    }
-  }
-
   template <int T, int H>
   void half_pass(const Activations& a, int64_t t0, __m256 (&res)[4][T]) const {
     const __m256i ones = _mm256_set1_epi16(1);
@@ -816,18 +807,21 @@ struct KPanel {
       for (int t = 0; t < T; ++t) y[(t0 + t) * m + i + r] = tree8(acc[r][t]);
   }
 
-  template <int T>
-  void tail(const Activations& a, int64_t t0, int64_t rem, int64_t m, int64_t i, float* y) const {
-    if constexpr (T >= 1) {
-      if (rem == T) tile<T>(a, t0, m, i, y);
-      else tail<T - 1>(a, t0, rem, m, i, y);
-    }
-  }
 };
 
 // Prefill through panels (Q32Panel, KPanel): token chunks, then row blocks of 4, each decoded
 // once into the panel, then the chunk's token tiles. Decode, and the last rows of a range
 // that are fewer than 4, go through K's tiles; without memory for a panel, everything does.
+// The last rem < P::kT tokens of a chunk: the tile of T = rem tokens.
+template <class P, int T>
+void panel_tail(const P& panel, const Activations& a, int64_t t0, int64_t rem, int64_t m,
+                int64_t i, float* y) {
+  if constexpr (T >= 1) {
+    if (rem == T) panel.template tile<T>(a, t0, m, i, y);
+    else panel_tail<P, T - 1>(panel, a, t0, rem, m, i, y);
+  }
+}
+
 template <class K, class P>
 void run_panels(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
   const int64_t bytes = (P::bytes(a.k) + 31) / 32 * 32;
@@ -849,7 +843,7 @@ void run_panels(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t
       panel.fill(rows);
       int64_t t = t0;
       for (; t + P::kT <= t1; t += P::kT) panel.template tile<P::kT>(a, t, W.rows, i, y);
-      if (t < t1) panel.template tail<P::kT - 1>(a, t, t1 - t, W.rows, i, y);
+      if (t < t1) panel_tail<P, P::kT - 1>(panel, a, t, t1 - t, W.rows, i, y);
     }
     for (; i < r1; ++i) row_block<K, 1>(W, a, rb, i, t0, t1, y);
   }
