@@ -1,0 +1,306 @@
+// The AVX2 twins of the K-quant kernels (Q4_K, Q5_K, Q6_K) of kernels_scalar.cpp: the same
+// canonical-v1 order, so the same bits. Decode walks two far-apart rows (KQuantK, through
+// run_tiles); prefill decodes 4 rows at a time into a panel once per token chunk (KPanel,
+// through run_panels). Compiled with AVX2 flags, everything but the three entry points in an
+// anonymous namespace, as in kernels_avx2.cpp.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "gguf/blocks.h"
+#include "ops/kernels_avx2_driver.h"
+
+namespace ember::ops::detail {
+namespace {
+
+using gguf::TensorType;
+
+// ---- Q4_K / Q5_K / Q6_K ------------------------------------------------------------------
+// One ymm holds 32 codes in logical order (a Q4_K/Q5_K sub-block, or two Q6_K sub-blocks);
+// maddubs + madd against the scale gives 8 int32 lanes, lane l covering elements 4l..4l+3:
+// the canonical lanes directly.
+
+// Scales sc0..sc7 then mins m0..m7 of a Q4_K / Q5_K block, as bytes.
+inline __m128i k4_scales_mins(const uint8_t* s) {
+  uint32_t u[3];
+  std::memcpy(u, s, 12);
+  const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+  uint32_t v[4];
+  v[0] = u[0] & m6;
+  v[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
+  v[2] = u[1] & m6;
+  v[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
+  __m128i b;
+  std::memcpy(&b, v, 16);
+  return b;
+}
+
+template <TensorType TY>
+struct KQuantK {
+  static constexpr TensorType kType = TY;
+  static constexpr bool kQ6 = TY == TensorType::Q6_K;
+  static constexpr int kR = 1, kT = 4;  // bench_matmul, Zen 4: Q4_K +24 % over 2 x 2
+  static constexpr int64_t kActBytes = 1;
+
+  template <int R, int T>
+  static void tile(const uint8_t* const* rows, const Activations& a, int64_t t0, float* out) {
+    const int64_t k = a.k, nb = k / 256;
+    __m256 acc[R][T];
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      #pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    const __m256i m0f = _mm256_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i isum[R][T];
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        #pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) isum[r][t] = _mm256_setzero_si256();
+      float d[R], dmin[R];
+      alignas(16) uint8_t scb[R][16];  // Q4_K/Q5_K: sc0..7, m0..7; Q6_K: 16 int8 scales
+      __m256i mins2[R];
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) block_header(rows[r], b, &d[r], &dmin[r], scb[r], &mins2[r]);
+      for (int g = 0; g < 8; ++g) {  // 8 groups of 32 elements
+        __m256i wq[R], scv[R];
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          wq[r] = group_codes(rows[r], b, g, m0f);
+          scv[r] = group_scales(scb[r], g);
+        }
+        #pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          const __m256i av = _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(a.q + (t0 + t) * k + b * 256 + g * 32));
+          __m256i off = _mm256_setzero_si256();
+          if constexpr (kQ6) off = _mm256_maddubs_epi16(_mm256_set1_epi8(32), av);
+          #pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            __m256i p16 = _mm256_maddubs_epi16(wq[r], av);
+            if constexpr (kQ6) p16 = _mm256_sub_epi16(p16, off);
+            isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(p16, scv[r]));
+          }
+        }
+      }
+      #pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const int64_t tt = t0 + t;
+        const float ad = a.d[tt * nb + b];
+        __m256i bs = _mm256_setzero_si256();
+        if constexpr (!kQ6)
+          bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (k / 16) + b * 16));
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[r] * ad), _mm256_cvtepi32_ps(isum[r][t]),
+                                      acc[r][t]);
+          if constexpr (!kQ6) {
+            const __m256i mp = _mm256_madd_epi16(mins2[r], bs);
+            acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin[r] * ad)), _mm256_cvtepi32_ps(mp),
+                                        acc[r][t]);
+          }
+        }
+      }
+    }
+    #pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      #pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) out[r * T + t] = tree8(acc[r][t]);
+  }
+
+  // Super-block b's scales d and dmin (0 for Q6_K), its sub-block scales as bytes (Q4_K /
+  // Q5_K: sc0..7, m0..7; Q6_K: 16 int8) and the mins as int16 pairs m0 m0 m1 m1 ... (Q4_K /
+  // Q5_K, the madd operand against the bsums; 0 for Q6_K).
+  static void block_header(const uint8_t* row, int64_t b, float* d, float* dmin, uint8_t* scb,
+                           __m256i* mins2) {
+    if constexpr (kQ6) {
+      const auto* blk = reinterpret_cast<const gguf::BlockQ6_K*>(row) + b;
+      *d = h2f(blk->d);
+      *dmin = 0;
+      std::memcpy(scb, blk->scales, 16);
+      *mins2 = _mm256_setzero_si256();
+    } else {
+      const uint8_t* blk = row + b * (TY == TensorType::Q4_K ? sizeof(gguf::BlockQ4_K)
+                                                             : sizeof(gguf::BlockQ5_K));
+      *d = h2f(blk + offsetof(gguf::BlockQ4_K, d));
+      *dmin = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
+      const __m128i sm = k4_scales_mins(blk + offsetof(gguf::BlockQ4_K, scales));
+      std::memcpy(scb, &sm, 16);
+      *mins2 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
+          sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
+    }
+  }
+
+  // The madd operand of group g (elements [32g, 32g + 32)): its sub-block scale(s) as int16,
+  // one per product pair (Q6_K: the first 8 pairs take scale 2g, the last 8 scale 2g + 1).
+  static __m256i group_scales(const uint8_t* scb, int g) {
+    if constexpr (kQ6) {
+      const __m128i idx = _mm_setr_epi8(char(2 * g), char(2 * g), char(2 * g), char(2 * g),
+                                        char(2 * g), char(2 * g), char(2 * g), char(2 * g),
+                                        char(2 * g + 1), char(2 * g + 1), char(2 * g + 1),
+                                        char(2 * g + 1), char(2 * g + 1), char(2 * g + 1),
+                                        char(2 * g + 1), char(2 * g + 1));
+      return _mm256_cvtepi8_epi16(
+          _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scb)), idx));
+    } else {
+      return _mm256_set1_epi16(int16_t(scb[g]));
+    }
+  }
+
+  // The 32 codes of elements [32g, 32g + 32) of super-block b, unsigned, in logical order.
+  static __m256i group_codes(const uint8_t* row, int64_t b, int g, __m256i m0f) {
+    if constexpr (TY == TensorType::Q4_K || TY == TensorType::Q5_K) {
+      const int c = g >> 1, hi = g & 1;
+      const uint8_t* qs;
+      if constexpr (TY == TensorType::Q4_K)
+        qs = (reinterpret_cast<const gguf::BlockQ4_K*>(row) + b)->qs;
+      else
+        qs = (reinterpret_cast<const gguf::BlockQ5_K*>(row) + b)->qs;
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
+      __m256i v = _mm256_and_si256(hi ? _mm256_srli_epi16(q, 4) : q, m0f);
+      if constexpr (TY == TensorType::Q5_K) {
+        const auto* blk = reinterpret_cast<const gguf::BlockQ5_K*>(row) + b;
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qh));
+        const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(g)),
+                                            _mm256_set1_epi8(1));
+        v = _mm256_or_si256(v, _mm256_slli_epi16(hb, 4));
+      }
+      return v;
+    } else {
+      // Q6_K: group g = 4h + gg holds elements 128h + 32gg + l (blocks.h).
+      const int h = g >> 2, gg = g & 3;
+      const auto* blk = reinterpret_cast<const gguf::BlockQ6_K*>(row) + b;
+      const __m256i ql = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(blk->ql + 64 * h + 32 * (gg & 1)));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qh + 32 * h));
+      const __m256i lo = _mm256_and_si256(gg >= 2 ? _mm256_srli_epi16(ql, 4) : ql, m0f);
+      const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * gg)),
+                                          _mm256_set1_epi8(3));
+      return _mm256_or_si256(lo, _mm256_slli_epi16(hb, 4));
+    }
+  }
+};
+
+// ---- Q4_K / Q5_K / Q6_K prefill: each row block decoded once per token chunk -------------
+// As for the 32-block types (Q32Panel): a KQuantK tile decodes its row's codes and scales for
+// every 4 tokens, and for Q6_K that is more work than the dot products. In prefill the 4 rows of
+// a row block are decoded once per token chunk into a panel (about 8.5 bytes per column): the
+// unsigned codes in logical order, each group's madd operand (its scales as int16), and per
+// super-block d, dmin and the mins. A tile of 4 rows x 2 tokens then does no decoding. Same
+// integer sums, same FMAs in the same order, so the same bits as KQuantK.
+// bench_matmul 1 avx2 512, Zen 4, best (median) of 5 GOP/s, KQuantK -> panel: q4_K 88 (73) ->
+// 111 (86), q5_K 71 (62) -> 105 (78), q6_K 42 (39) -> 94 (82).
+template <TensorType TY>
+struct KPanel {
+  using K = KQuantK<TY>;
+  static constexpr bool kQ6 = K::kQ6;
+  static constexpr int kR = 4, kT = 2;
+
+  int64_t k = 0, nb = 0;
+  uint8_t* codes = nullptr;    // row r, super-block b, group g: codes + r * k + 256 b + 32 g
+  __m256i* scales = nullptr;   // its madd operand: scales[(r * nb + b) * 8 + g]
+  __m256i* mins = nullptr;     // mins[r * nb + b] (Q4_K / Q5_K)
+  float* d = nullptr;          // d[4 b + r]
+  float* dmin = nullptr;       // dmin[4 b + r]
+
+  static int64_t bytes(int64_t k) { return 4 * k + 4 * k + 4 * (k / 256) * 32 + 2 * 16 * (k / 256); }
+
+  void bind(uint8_t* mem, int64_t k_) {
+    k = k_, nb = k_ / 256;
+    codes = mem;
+    scales = reinterpret_cast<__m256i*>(mem + 4 * k);
+    mins = reinterpret_cast<__m256i*>(mem + 8 * k);
+    d = reinterpret_cast<float*>(mem + 8 * k + 4 * nb * 32);
+    dmin = d + 4 * nb;
+  }
+
+  void fill(const uint8_t* const* rows) {
+    const __m256i m0f = _mm256_set1_epi8(0x0F);
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r)
+      for (int64_t b = 0; b < nb; ++b) {
+        alignas(16) uint8_t scb[16];
+        K::block_header(rows[r], b, &d[4 * b + r], &dmin[4 * b + r], scb, &mins[r * nb + b]);
+        for (int g = 0; g < 8; ++g) {
+          _mm256_store_si256(reinterpret_cast<__m256i*>(codes + r * k + 256 * b + 32 * g),
+                             K::group_codes(rows[r], b, g, m0f));
+          scales[(r * nb + b) * 8 + g] = K::group_scales(scb, g);
+        }
+      }
+  }
+
+  // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r].
+  template <int T>
+  void tile(const Activations& a, int64_t t0, int64_t m, int64_t i, float* y) const {
+    __m256 acc[4][T];
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r)
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+    const int8_t* q = a.q + t0 * k;
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i isum[4][T];
+      #pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r)
+        #pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) isum[r][t] = _mm256_setzero_si256();
+      for (int g = 0; g < 8; ++g) {
+        alignas(32) __m256i off[T];  // Q6_K: 32 * (pair sums of the activations)
+        if constexpr (kQ6)
+          #pragma GCC unroll 4
+          for (int t = 0; t < T; ++t)
+            off[t] = _mm256_maddubs_epi16(_mm256_set1_epi8(32), _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(q + t * k + 256 * b + 32 * g)));
+        #pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+          const __m256i wq = _mm256_load_si256(
+              reinterpret_cast<const __m256i*>(codes + r * k + 256 * b + 32 * g));
+          const __m256i sc = scales[(r * nb + b) * 8 + g];
+          #pragma GCC unroll 4
+          for (int t = 0; t < T; ++t) {
+            const __m256i av = _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(q + t * k + 256 * b + 32 * g));
+            __m256i p16 = _mm256_maddubs_epi16(wq, av);
+            if constexpr (kQ6) p16 = _mm256_sub_epi16(p16, off[t]);
+            isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(p16, sc));
+          }
+        }
+      }
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const int64_t tt = t0 + t;
+        const float ad = a.d[tt * nb + b];
+        __m256i bs = _mm256_setzero_si256();
+        if constexpr (!kQ6)
+          bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (k / 16) + b * 16));
+        #pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+          acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[4 * b + r] * ad),
+                                      _mm256_cvtepi32_ps(isum[r][t]), acc[r][t]);
+          if constexpr (!kQ6) {
+            const __m256i mp = _mm256_madd_epi16(mins[r * nb + b], bs);
+            acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin[4 * b + r] * ad)),
+                                        _mm256_cvtepi32_ps(mp), acc[r][t]);
+          }
+        }
+      }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r)
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) y[(t0 + t) * m + i + r] = tree8(acc[r][t]);
+  }
+
+};
+
+}  // namespace
+
+void q4_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+  run_panels<KQuantK<TensorType::Q4_K>, KPanel<TensorType::Q4_K>>(W, a, r0, r1, y);
+}
+void q5_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+  run_panels<KQuantK<TensorType::Q5_K>, KPanel<TensorType::Q5_K>>(W, a, r0, r1, y);
+}
+void q6_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+  run_panels<KQuantK<TensorType::Q6_K>, KPanel<TensorType::Q6_K>>(W, a, r0, r1, y);
+}
+
+}  // namespace ember::ops::detail
