@@ -82,28 +82,30 @@ struct KQuantK {
         }
       }
       #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const int64_t tt = t0 + t;
-        const float ad = a.d[tt * nb + b];
-        __m256i bs = _mm256_setzero_si256();
-        if constexpr (!kQ6)
-          bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (k / 16) + b * 16));
+      for (int t = 0; t < T; ++t)
         #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[r] * ad), _mm256_cvtepi32_ps(isum[r][t]),
-                                      acc[r][t]);
-          if constexpr (!kQ6) {
-            const __m256i mp = _mm256_madd_epi16(mins2[r], bs);
-            acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin[r] * ad)), _mm256_cvtepi32_ps(mp),
-                                        acc[r][t]);
-          }
-        }
-      }
+        for (int r = 0; r < R; ++r)
+          acc[r][t] = super_block_fma(acc[r][t], isum[r][t], d[r], dmin[r], mins2[r], a, t0 + t, b);
     }
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
       #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) out[r * T + t] = tree8(acc[r][t]);
+  }
+
+  // One super-block's FMAs for one (row, token), in the canonical order: acc += (d * ad) *
+  // isum, then for Q4_K / Q5_K acc += -(dmin * ad) * (mins . bsums of token tt).
+  static __m256 super_block_fma(__m256 acc, __m256i isum, float d, float dmin, __m256i mins2,
+                                const Activations& a, int64_t tt, int64_t b) {
+    const float ad = a.d[tt * (a.k / 256) + b];
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * ad), _mm256_cvtepi32_ps(isum), acc);
+    if constexpr (!kQ6) {
+      const __m256i bs =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (a.k / 16) + b * 16));
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin * ad)),
+                            _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bs)), acc);
+    }
+    return acc;
   }
 
   // Super-block b's scales d and dmin (0 for Q6_K), its sub-block scales as bytes (Q4_K /
@@ -265,23 +267,11 @@ struct KPanel {
         }
       }
       #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const int64_t tt = t0 + t;
-        const float ad = a.d[tt * nb + b];
-        __m256i bs = _mm256_setzero_si256();
-        if constexpr (!kQ6)
-          bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (k / 16) + b * 16));
+      for (int t = 0; t < T; ++t)
         #pragma GCC unroll 4
-        for (int r = 0; r < 4; ++r) {
-          acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[4 * b + r] * ad),
-                                      _mm256_cvtepi32_ps(isum[r][t]), acc[r][t]);
-          if constexpr (!kQ6) {
-            const __m256i mp = _mm256_madd_epi16(mins[r * nb + b], bs);
-            acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin[4 * b + r] * ad)),
-                                        _mm256_cvtepi32_ps(mp), acc[r][t]);
-          }
-        }
-      }
+        for (int r = 0; r < 4; ++r)
+          acc[r][t] = K::super_block_fma(acc[r][t], isum[r][t], d[4 * b + r], dmin[4 * b + r],
+                                         mins[r * nb + b], a, t0 + t, b);
     }
     #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r)
