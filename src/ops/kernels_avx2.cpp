@@ -359,7 +359,7 @@ struct Q32K {
 template <TensorType TY>
 struct Q32Panel {
   static_assert(TY == TensorType::Q4_0 || TY == TensorType::Q5_0);
-  static constexpr int kR = 4, kT = 3;
+  static constexpr int kT = 3;  // tokens per tile (a panel holds 4 rows)
 
   int64_t k = 0, nb = 0;
   uint8_t* mag = nullptr;      // |w| of row r, block b at mag + r * k + 32 b

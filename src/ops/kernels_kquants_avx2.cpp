@@ -37,7 +37,9 @@ template <TensorType TY>
 struct KQuantK {
   static constexpr TensorType kType = TY;
   static constexpr bool kQ6 = TY == TensorType::Q6_K;
-  static constexpr int kR = 1, kT = 4;  // bench_matmul, Zen 4: Q4_K +24 % over 2 x 2
+  // Prefill tiles only for the last rows of a range that no panel covers (KPanel); as the
+  // prefill tile before the panels, 1 x 4 measured Q4_K +24 % over 2 x 2 (bench_matmul, Zen 4).
+  static constexpr int kR = 1, kT = 4;
   static constexpr int64_t kActBytes = 1;
 
   template <int R, int T>
@@ -194,7 +196,7 @@ template <TensorType TY>
 struct KPanel {
   using K = KQuantK<TY>;
   static constexpr bool kQ6 = K::kQ6;
-  static constexpr int kR = 4, kT = 2;
+  static constexpr int kT = 2;  // tokens per tile (a panel holds 4 rows)
 
   int64_t k = 0, nb = 0;
   uint8_t* codes = nullptr;    // row r, super-block b, group g: codes + r * k + 256 b + 32 g
