@@ -347,15 +347,21 @@ struct Q32K {
 // ---- Q4_0 / Q5_0 prefill: each row block decoded once per token chunk --------------------
 // A Q32K tile decodes its R rows' blocks again for every T = 3 tokens, and for Q5_0 that
 // decode is as much work as the dot products. In prefill the 4 rows of a row block are decoded
-// once per token chunk instead, into a panel (8 bytes per column, so in L1 up to k = 4096):
-// |w| as bytes (the unsigned operand of the sign trick), the signed codes, and the f32 block
-// scales, the 4 rows of block b side by side. A token tile then does
-// no decoding: inside a block it runs over rows, then tokens, and takes each row-times-token
-// scale from a small table by vbroadcastss (a load, where Q32K spends a shuffle). Same integer
-// block sums, same order of FMAs per lane (the two half passes of Q32K), so the same bits.
-// bench_matmul 1 avx2 512, Zen 4, best (median) of 6 GOP/s, Q32K -> panel: q5_0 60 (48) ->
-// 78 (66), q4_0 66 (57) -> 79 (71). Q8_0 has nothing to decode but |w|, and stays on Q32K: on
-// the panel it measured 79 (65) -> 78 (60), and Qwen2.5-0.5B Q8_0 pp512 3 % slower end to end.
+// once per token chunk instead, into a panel (10.5 bytes per column, so in L1 up to k = 3072):
+// |w| as bytes (the unsigned operand of the sign trick), the signed codes, the f32 block
+// scales, the 4 rows of block b side by side, and a tile's table of scale products. A token
+// tile then does no decoding: inside a block it runs over rows, then tokens, and takes each
+// row-times-token scale from the table by vbroadcastss (a load, where Q32K spends a shuffle).
+// Same integer block sums, same order of FMAs per lane (the two half passes of Q32K), so the
+// same bits. bench_matmul 1 avx2 512, Zen 4, best (median) of 6 GOP/s, Q32K -> panel: q5_0
+// 60 (48) -> 78 (66), q4_0 66 (57) -> 79 (71); the table made before the passes (it was made
+// per block, where GCC turned the broadcasts into shuffles), best (median) of 12: q5_0 82
+// (66) -> 89 (67), q4_0 80 (67) -> 85 (67). Q8_0 has nothing to decode but |w|, and stays on
+// Q32K: on the panel it measured 79 (65) -> 78 (60), and Qwen2.5-0.5B Q8_0 pp512 3 % slower
+// end to end; with the table, the same as Q32K (kernel and end to end). Widening both Q8_0
+// operands to int16 (madd + madd + add instead of sign + maddubs + madd: 7.4 instead of 12.7
+// cycles per 6 steps in a register-only loop) lost end to end, 141 against 157 tok/s: int16
+// activations double what each row panel reads from L2 (53 against 72 GOP/s at k = 4864).
 template <TensorType TY>
 struct Q32Panel {
   static_assert(TY == TensorType::Q4_0 || TY == TensorType::Q5_0);
@@ -365,15 +371,17 @@ struct Q32Panel {
   uint8_t* mag = nullptr;      // |w| of row r, block b at mag + r * k + 32 b
   int8_t* codes = nullptr;     // the signed codes, same layout
   float* scale = nullptr;      // scale[4 b + r]
+  float* prod = nullptr;       // a tile's scale products: row r, token t, block b at 16 b + 4 t + r
 
   // Bytes of the panel for k columns (32-byte aligned parts).
-  static int64_t bytes(int64_t k) { return 8 * k + 16 * (k / 32); }
+  static int64_t bytes(int64_t k) { return 8 * k + 16 * (k / 32) + 64 * (k / 32); }
 
   void bind(uint8_t* mem, int64_t k_) {
     k = k_, nb = k_ / 32;
     mag = mem;
     codes = reinterpret_cast<int8_t*>(mem + 4 * k);
     scale = reinterpret_cast<float*>(mem + 8 * k);
+    prod = scale + 4 * nb;
   }
 
   void fill(const uint8_t* const* rows) {
@@ -392,6 +400,15 @@ struct Q32Panel {
   // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r].
   template <int T>
   void tile(const Activations& a, int64_t t0, int64_t m, int64_t i, float* y) const {
+    // The tile's scale products for every block first, so that the passes broadcast each from
+    // memory (a load). Made block by block inside the pass, GCC turned the broadcasts into
+    // shuffles, two vector uops per (row, token, block) beside the five of the dot product.
+    for (int64_t b = 0; b < nb; ++b) {
+      const __m128 wd = _mm_load_ps(scale + 4 * b);
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t)
+        _mm_store_ps(prod + 16 * b + 4 * t, _mm_mul_ps(wd, _mm_broadcast_ss(a.d + (t0 + t) * nb + b)));
+    }
     __m256 even[4][T], odd[4][T];
     half_pass<T, 0>(a, t0, even);
     half_pass<T, 1>(a, t0, odd);
@@ -410,12 +427,8 @@ struct Q32Panel {
       #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     const int8_t* q = a.q + t0 * k;
-    const float* ad = a.d + t0 * nb;
     for (int64_t b = H; b < nb; b += 2) {
-      alignas(16) float sc[T][4];
-      const __m128 wd = _mm_load_ps(scale + 4 * b);
-      #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) _mm_store_ps(sc[t], _mm_mul_ps(wd, _mm_broadcast_ss(ad + t * nb + b)));
+      const float* sc = prod + 16 * b;
       #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r) {
         const __m256i aw = _mm256_load_si256(reinterpret_cast<const __m256i*>(mag + r * k + 32 * b));
@@ -424,7 +437,7 @@ struct Q32Panel {
         for (int t = 0; t < T; ++t) {
           const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + t * k + 32 * b));
           const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(av, sw)), ones);
-          acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(sc[t][r]), _mm256_cvtepi32_ps(p), acc[r][t]);
+          acc[r][t] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + 4 * t + r), _mm256_cvtepi32_ps(p), acc[r][t]);
         }
       }
     }
