@@ -361,7 +361,7 @@ struct Q32K {
 // end to end; with the table, the same as Q32K (kernel and end to end). Widening both Q8_0
 // operands to int16 (madd + madd + add instead of sign + maddubs + madd: 7.4 instead of 12.7
 // cycles per 6 steps in a register-only loop) lost end to end, 141 against 157 tok/s: int16
-// activations double what each row panel reads from L2 (53 against 72 GOP/s at k = 4864).
+// activations double what each row panel reads from L2 (54 against 72 GOP/s at k = 4864).
 template <TensorType TY>
 struct Q32Panel {
   static_assert(TY == TensorType::Q4_0 || TY == TensorType::Q5_0);
