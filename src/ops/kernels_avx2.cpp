@@ -373,7 +373,8 @@ struct Q32Panel {
   float* scale = nullptr;      // scale[4 b + r]
   float* prod = nullptr;       // a tile's scale products: row r, token t, block b at 16 b + 4 t + r
 
-  // Bytes of the panel for k columns (32-byte aligned parts).
+  // Bytes of the panel for k columns: |w| and the codes 32-byte aligned, the scales and the
+  // products 16-byte aligned (the table rows are xmm stores).
   static int64_t bytes(int64_t k) { return 8 * k + 16 * (k / 32) + 64 * (k / 32); }
 
   void bind(uint8_t* mem, int64_t k_) {
