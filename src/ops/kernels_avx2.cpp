@@ -54,6 +54,7 @@ struct FloatK {
       for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
     int64_t j = 0;
     for (; j + 16 <= k; j += 16) {
+      if constexpr (T == 1) prefetch_ahead<R, 16 * kElemBytes>(rows, j * kElemBytes);
       __m256 w[R][2];
       #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
@@ -309,6 +310,7 @@ struct Q32K {
     // store per FMA).
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
+      prefetch_ahead<R, 2 * Layout32<TY>::kBytes>(rows, b * Layout32<TY>::kBytes);
       block<R, 0>(rows, a, t0, b, acc, macc);
       block<R, 1>(rows, a, t0, b + 1, acc, macc);
     }

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "ops/kernels.h"
+#include "ops/prefetch.h"
 
 namespace ember::ops::detail {
 
@@ -93,7 +94,8 @@ void run_tiles(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t 
   // Each stream walks memory strictly in order, which the hardware prefetcher follows (a tile
   // of adjacent rows, i.e. several short interleaved streams, measured at less than half the
   // bandwidth), and the two rows' accumulator chains overlap in the core (one row alone is
-  // bound by its FMA chain: +15 % for a decode step, 1 thread, Zen 4).
+  // bound by its FMA chain: +15 % for a decode step, 1 thread, Zen 4). The tiles also prefetch
+  // each stream ahead in software (prefetch.h): the hardware prefetcher alone fell behind.
   if (a.n == 1) {
     const int64_t half = (r1 - r0) / 2;
     for (int64_t j = 0; j < half; ++j) {

@@ -25,6 +25,7 @@
 
 #include "gguf/blocks.h"
 #include "ops/kernels.h"
+#include "ops/prefetch.h"
 
 namespace ember::ops::detail {
 namespace {
@@ -99,7 +100,8 @@ void run_tiles(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t 
   // Each stream walks memory strictly in order, which the hardware prefetcher follows (a tile
   // of adjacent rows, i.e. several short interleaved streams, measured at less than half the
   // bandwidth), and the two rows' accumulator chains overlap in the core (one row alone is
-  // bound by its FMA chain: +15 % for a decode step, 1 thread, Zen 4).
+  // bound by its FMA chain: +15 % for a decode step, 1 thread, Zen 4). The tiles also prefetch
+  // each stream ahead in software (prefetch.h): the hardware prefetcher alone fell behind.
   if (a.n == 1) {
     const int64_t half = (r1 - r0) / 2;
     for (int64_t j = 0; j < half; ++j) {
@@ -149,6 +151,7 @@ inline __m512 load_w_masked(const uint8_t* row, int64_t j, __mmask16 m) {
 template <TensorType TY>
 struct FloatK {
   static constexpr TensorType kType = TY;
+  static constexpr int64_t kElemBytes = TY == TensorType::F32 ? 4 : 2;
   static constexpr int kR = 4, kT = 4;
   static constexpr int64_t kActBytes = 4;
   template <int R, int T>
@@ -164,6 +167,7 @@ struct FloatK {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     int64_t j = 0;
     for (; j + 16 <= k; j += 16) {
+      if constexpr (T == 1) prefetch_ahead<R, 16 * kElemBytes>(rows, j * kElemBytes);
       __m512 w[R];
       #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) w[r] = load_w<TY>(rows[r], j);
@@ -356,6 +360,8 @@ struct Q32K {
     const __m512i zero = _mm512_setzero_si512();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
+      if constexpr (T == 1)
+        prefetch_ahead<R, 2 * Layout32<TY>::kBytes>(rows, b * Layout32<TY>::kBytes);
       __m512i aw[R];
       __mmask64 neg[R];
       __m512 wd[R];
@@ -454,6 +460,8 @@ struct Q32Vnni {
     const __m512i zero = _mm512_setzero_si512();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
+      if constexpr (T == 1)
+        prefetch_ahead<R, 2 * Layout32<TY>::kBytes>(rows, b * Layout32<TY>::kBytes);
       __m512i w[R], bias[R];
       __m512 wd[R];
       float wm[R][2];
@@ -552,6 +560,10 @@ struct KQuantK {
   static constexpr TensorType kType = TY;
   static constexpr bool kQ6 = TY == TensorType::Q6_K;
   static constexpr int kR = kQ6 ? 2 : 1, kT = kQ6 ? 4 : 8;  // bench_matmul, Zen 4: Q4_K +8 % at 1 x 8
+  static constexpr int64_t kBlockBytes =
+      int64_t(TY == TensorType::Q4_K   ? sizeof(gguf::BlockQ4_K)
+              : TY == TensorType::Q5_K ? sizeof(gguf::BlockQ5_K)
+                                       : sizeof(gguf::BlockQ6_K));
   static constexpr int64_t kActBytes = 1;
 
   template <int R, int T>
@@ -564,6 +576,7 @@ struct KQuantK {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     const __m512i m0f = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; ++b) {
+      if constexpr (T == 1) prefetch_ahead<R, kBlockBytes>(rows, b * kBlockBytes);
       __m512i isum[R][T];
       #pragma GCC unroll 8
       for (int r = 0; r < R; ++r)

@@ -40,6 +40,10 @@ struct KQuantK {
   // Prefill tiles only for the last rows of a range that no panel covers (KPanel); as the
   // prefill tile before the panels, 1 x 4 measured Q4_K +24 % over 2 x 2 (bench_matmul, Zen 4).
   static constexpr int kR = 1, kT = 4;
+  static constexpr int64_t kBlockBytes =
+      int64_t(TY == TensorType::Q4_K   ? sizeof(gguf::BlockQ4_K)
+              : TY == TensorType::Q5_K ? sizeof(gguf::BlockQ5_K)
+                                       : sizeof(gguf::BlockQ6_K));
   static constexpr int64_t kActBytes = 1;
 
   template <int R, int T>
@@ -52,6 +56,7 @@ struct KQuantK {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     const __m256i m0f = _mm256_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; ++b) {
+      if constexpr (T == 1) prefetch_ahead<R, kBlockBytes>(rows, b * kBlockBytes);
       __m256i isum[R][T];
       #pragma GCC unroll 8
       for (int r = 0; r < R; ++r)
