@@ -22,14 +22,16 @@ constexpr int64_t kDecodePrefetchBytes = 2048;
 // Prefetches the lines of the `span` bytes of each of the R rows that start
 // kDecodePrefetchBytes past byte `at`: one prefetch per 64 bytes plus one, so a span that
 // straddles lines is covered (the extra one is a line already in flight). A prefetch never
-// faults, so past the end of a matrix it is dropped.
+// faults, so past the end of a matrix it is dropped; the address is computed as an integer,
+// because a pointer formed past the end of the mapping would be undefined behaviour.
 template <int R, int64_t span>
 inline void prefetch_ahead(const uint8_t* const* rows, int64_t at) {
   #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
     #pragma GCC unroll 8
     for (int64_t o = 0; o <= span; o += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(rows[r] + at + kDecodePrefetchBytes + o),
+      _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(rows[r]) +
+                                                 uintptr_t(at + kDecodePrefetchBytes + o)),
                    _MM_HINT_T0);
 }
 
