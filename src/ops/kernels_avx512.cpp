@@ -596,8 +596,7 @@ struct KQuantK {
           mins2[r] = _mm256_setzero_si256();
         } else {
           // Q4_K and Q5_K share the d, dmin, scales prefix; only the block size differs.
-          const uint8_t* blk = rows[r] + b * (TY == TensorType::Q4_K ? sizeof(gguf::BlockQ4_K)
-                                                                     : sizeof(gguf::BlockQ5_K));
+          const uint8_t* blk = rows[r] + b * kBlockBytes;
           d[r] = h2f(blk + offsetof(gguf::BlockQ4_K, d));
           dmin[r] = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
           const __m256i sm = k4_scales_mins(blk + offsetof(gguf::BlockQ4_K, scales));

@@ -127,8 +127,7 @@ struct KQuantK {
       std::memcpy(scb, blk->scales, 16);
       *mins2 = _mm256_setzero_si256();
     } else {
-      const uint8_t* blk = row + b * (TY == TensorType::Q4_K ? sizeof(gguf::BlockQ4_K)
-                                                             : sizeof(gguf::BlockQ5_K));
+      const uint8_t* blk = row + b * kBlockBytes;
       *d = h2f(blk + offsetof(gguf::BlockQ4_K, d));
       *dmin = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
       const __m128i sm = k4_scales_mins(blk + offsetof(gguf::BlockQ4_K, scales));
