@@ -20,7 +20,7 @@
 
 namespace {
 
-using ember::kv::Snapshot;
+using ember::kv::KvState;
 using ember::bench::best_time;
 
 void copy_file(const std::string& from, const std::string& to) {
@@ -39,8 +39,8 @@ int main(int argc, char** argv) {
   const std::string dir = std::string(tmp ? tmp : "/tmp") + "/bench_kvc1." + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
 
-  Snapshot s;
-  auto& m = s.manifest;
+  KvState st;
+  auto& m = st.manifest;
   m.producer = "bench_kvc1";
   m.model = {ember::sha256_hex("bench-model"), "llama", 32000, heads * dim * 4, heads * 4};
   m.tokenizer.identity = ember::sha256_hex("bench-tokenizer");
@@ -53,17 +53,17 @@ int main(int argc, char** argv) {
   for (int i = 0; i < pos; ++i) m.prefix.tokens.push_back(i % 32000);
   m.resume.token = 1;
   m.resume.position = pos;
-  s.cache = ember::model::KvCache(layers, heads, dim, pos);
+  st.cache = ember::model::KvCache(layers, heads, dim, pos);
   uint32_t x = 1;
-  for (auto* arr : {&s.cache.k, &s.cache.v})
+  for (auto* arr : {&st.cache.k, &st.cache.v})
     for (uint16_t& h : *arr) {
       x = x * 1664525u + 1013904223u;
       h = ember::f32_to_f16((float((x >> 8) % 8192u) - 4096.0f) / 1024.0f);
     }
-  s.cache.n_pos = pos;
-  ember::kv::seal(s);
-  ember::kv::write_snapshot(s, dir + "/snap", true);
-  const double mib = double(m.keys.bytes + m.values.bytes) / (1 << 20);
+  st.cache.n_pos = pos;
+  const ember::kv::VerifiedState s = ember::kv::seal(std::move(st), "bench");
+  ember::kv::write_state_dir(s, dir + "/snap", true);
+  const double mib = double(s.manifest().keys.bytes + s.manifest().values.bytes) / (1 << 20);
 
   const double t_copy = best_time(3, [&] {
     copy_file(dir + "/snap/keys.f16le", dir + "/keys.copy");

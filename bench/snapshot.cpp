@@ -22,7 +22,7 @@
 #include "gguf/synth.h"
 #include "kv/import.h"
 #include "kv/replay.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "model/engine.h"
 #include "model/generate.h"
 #include "util/f16.h"
@@ -76,8 +76,8 @@ void read_plain(const std::string& path, void* dst, size_t n) {
   ::close(fd);
 }
 
-kv::Snapshot big_snapshot(int layers, int heads, int dim, int positions) {
-  kv::Snapshot s;
+kv::KvState big_state(int layers, int heads, int dim, int positions) {
+  kv::KvState s;
   kv::SnapshotManifest& m = s.manifest;
   m.producer = "bench";
   m.model = {sha256_hex("bench-model"), "llama", 32000, heads * dim * 4, heads * 4};
@@ -96,7 +96,6 @@ kv::Snapshot big_snapshot(int layers, int heads, int dim, int positions) {
     s.cache.k[i] = f32_to_f16(float(int(rng() % 2001) - 1000) / 500.0f);
     s.cache.v[i] = f32_to_f16(float(int(rng() % 2001) - 1000) / 500.0f);
   }
-  kv::seal(s);
   return s;
 }
 
@@ -115,14 +114,19 @@ int main(int argc, char** argv) {
 
   // ---- 1. throughput of export / verify / import vs plain file I/O ----
   {
-    const kv::Snapshot s = big_snapshot(16, 8, 128, quick ? 512 : 2048);
+    const kv::VerifiedState verified = kv::seal(big_state(16, 8, 128, quick ? 512 : 2048), "bench");
+    const kv::KvState& s = verified.state();
     const size_t bytes = s.manifest.keys.bytes;
     const double total_mb = 2.0 * double(bytes) / 1e6;
     const std::string snap = dir + "/snap", plain = dir + "/plain";
     const double t_seal_write = median_of(reps, [&] { fs::remove_all(snap); },
-                                          [&] { kv::write_snapshot(s, snap, true); });
-    kv::Snapshot reseal{s.manifest, s.cache.copy()};
-    const double t_seal = median_of(reps, nullptr, [&] { kv::seal(reseal); });
+                                          [&] { kv::write_state_dir(verified, snap, true); });
+    const double t_seal = median_of(reps, nullptr, [&] {
+      kv::KvState again;
+      again.manifest = s.manifest;
+      again.cache = s.cache.copy();
+      kv::seal(std::move(again), "bench");
+    });
     const double t_copy_write = median_of(reps, [&] { fs::remove_all(plain); fs::create_directories(plain); }, [&] {
       write_plain(plain + "/k", s.cache.k.data(), bytes);
       write_plain(plain + "/v", s.cache.v.data(), bytes);
@@ -136,9 +140,9 @@ int main(int argc, char** argv) {
       if (!kv::verify_snapshot(snap).ok) std::abort();
     });
     const double t_import = median_of(reps, nullptr, [&] {
-      const kv::Snapshot r = kv::read_snapshot(snap);
-      const model::KvCache c = kv::import_checked(r, r.manifest, 16, "bench");
-      if (c.n_pos != r.manifest.geometry.positions) std::abort();
+      const kv::VerifiedState r = kv::read_state_dir(snap);
+      const model::KvCache c = kv::import_checked(r, r.manifest(), 16, "bench");
+      if (c.n_pos != r.manifest().geometry.positions) std::abort();
     });
     std::printf("payload: 2 x %.1f MB (16 layers x 8 kv heads x %d positions x 128 dims, f16), page-cache warm\n",
                 double(bytes) / 1e6, s.manifest.geometry.positions);
@@ -173,7 +177,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < P; ++i) prefix[size_t(i)] = 1 + (i * 37) % 500;
       const std::string snap = dir + "/ttft" + std::to_string(P);
       kv::ExportResult ex = kv::export_prefix(engine, tok_id, prefix, "bench");
-      kv::write_snapshot(ex.snapshot, snap, true);
+      kv::write_state_dir(ex.snapshot, snap, true);
       int32_t first_recompute = -1, first_restore = -1;
       // Recompute: prefill P tokens, argmax of the boundary logits = the first new token.
       const double t_prefill = median_of(quick ? 1 : 3, nullptr, [&] {
@@ -184,14 +188,14 @@ int main(int argc, char** argv) {
       // Restore: read + verify + strict import; the first new token is the stored resume
       // token. "+1 step" adds the forward of the resume token (logits for the second token).
       const double t_restore = median_of(reps, nullptr, [&] {
-        const kv::Snapshot r = kv::read_snapshot(snap);
+        const kv::VerifiedState r = kv::read_state_dir(snap);
         model::KvCache c = kv::import_for_model(r, engine, tok_id, 1);
-        first_restore = r.manifest.resume.token;
+        first_restore = r.manifest().resume.token;
       });
       const double t_restore_step = median_of(reps, nullptr, [&] {
-        const kv::Snapshot r = kv::read_snapshot(snap);
+        const kv::VerifiedState r = kv::read_state_dir(snap);
         model::KvCache c = kv::import_for_model(r, engine, tok_id, 1);
-        const int32_t t = r.manifest.resume.token;
+        const int32_t t = r.manifest().resume.token;
         const std::vector<float> logits = engine.forward(c, std::span<const int32_t>(&t, 1));
         (void)logits;
       });

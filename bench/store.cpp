@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "store/store.h"
 #include "util/error.h"
 #include "util/sha256.h"
@@ -44,9 +44,9 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-// A sealed state of about `mb` MiB (8 layers x 8 KV heads x 64 dims: 16 KiB per position).
-kv::Snapshot make_state(int mb, uint32_t seed) {
-  kv::Snapshot s;
+// A state of about `mb` MiB (8 layers x 8 KV heads x 64 dims: 16 KiB per position), unsealed.
+kv::KvState make_state(int mb, uint32_t seed) {
+  kv::KvState s;
   kv::SnapshotManifest& m = s.manifest;
   m.producer = "bench_store";
   m.model.identity = sha256_hex("bench-model");
@@ -70,7 +70,6 @@ kv::Snapshot make_state(int mb, uint32_t seed) {
   s.cache.n_pos = P;
   for (auto& x : s.cache.k) x = uint16_t(rng() & 0x3bff);  // finite f16
   for (auto& x : s.cache.v) x = uint16_t(rng() & 0x3bff);
-  kv::seal(s);
   return s;
 }
 
@@ -81,7 +80,7 @@ struct Result {
 };
 
 Result load(const std::string& uri, int clients, int ops, int min_mb, int max_mb) {
-  std::vector<kv::Snapshot> states;
+  std::vector<kv::KvState> states;
   std::mt19937 rng(15);
   for (int c = 0; c < clients; ++c) states.push_back(make_state(min_mb + int(rng() % uint32_t(max_mb - min_mb + 1)), uint32_t(c)));
   std::atomic<uint64_t> bytes{0};
@@ -92,14 +91,16 @@ Result load(const std::string& uri, int clients, int ops, int min_mb, int max_mb
     threads.emplace_back([&, c] {
       try {
         store::Store st = store::Store::open(uri);
-        kv::Snapshot& s = states[size_t(c)];
+        kv::KvState& s = states[size_t(c)];
         for (int i = 0; i < ops / 2; ++i) {
           s.manifest.resume.token = int32_t(i % 1024);  // a fresh state: another seal, same payloads
-          const store::PutResult r = st.put(s, {});
-          const kv::Snapshot g = st.get(r.seal, false);
-          if (g.cache.k != s.cache.k || g.cache.v != s.cache.v) ++bad;
-          bytes += 4 * s.manifest.payload_bytes();  // keys + values, put and get
+          kv::VerifiedState v = kv::seal(std::move(s), "bench");
+          const store::PutResult r = st.put(v, {});
+          const kv::VerifiedState g = st.get(r.seal, false);
+          if (g.cache().k != v.cache().k || g.cache().v != v.cache().v) ++bad;
+          bytes += 4 * v.manifest().payload_bytes();  // keys + values, put and get
           st.remove(r.seal);
+          s = std::move(v).release();  // the next op edits and seals it again
         }
       } catch (const Error& e) {
         std::fprintf(stderr, "bench_store: %s\n", e.what());

@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const ember::kv::Kvc1File f = ember::kv::Kvc1File::parse(bytes, "fuzz.kvc");
     // A verified container bounds the geometry by its own size, so this allocation is too.
-    (void)ember::kv::kvc1_to_state(f, ember::kv::Accept::any);
+    (void)ember::kv::kvc1_to_state(f, {ember::kv::Accept::any});
   } catch (const ember::Error&) {
   }
   return 0;

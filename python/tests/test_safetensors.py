@@ -67,8 +67,9 @@ class SafetensorsPython(unittest.TestCase):
 
     def test_torch_cache_imports_into_ember_and_continues(self):
         """The torch reference's cache of stories260K (f32, HF key order), written by Python
-        as mlx-lm and vLLM write it, becomes an ember snapshot whose replay continues with
-        the tokens torch itself generates greedily."""
+        as mlx-lm and vLLM write it, becomes a foreign ember state (torch computed it) whose
+        replay, asked for with --allow-foreign, continues with the tokens torch itself generates
+        greedily; without the flag replay refuses it, as it refuses every other engine's cache."""
         model = shared_path("models/stories260K.gguf")
         ref = TorchRef.from_gguf(model)
         logits, past = ref.forward(IDS)
@@ -84,13 +85,22 @@ class SafetensorsPython(unittest.TestCase):
                 writer(src, past)
                 snap = os.path.join(d, "snap-" + layout)
                 out = run_ember("kv", "import-safetensors", src, "--layout", layout, "--model", model,
-                                "--prompt-ids", ",".join(map(str, ids)), "--output", snap).stdout
+                                "--engine", "torch", "--prompt-ids", ",".join(map(str, ids)), "--output", snap).stdout
                 diff = [float(x) for x in re.search(r"keys ([0-9.e-]+), values ([0-9.e-]+)", out).groups()]
                 self.assertLess(max(diff), 0.01, out)  # f32 -> f16 rounding and two engines' f32 sums
                 with open(os.path.join(snap, "manifest.json")) as f:
-                    self.assertEqual(json.load(f)["resume"]["token"], want[0])
+                    manifest = json.load(f)
+                self.assertEqual(manifest["resume"]["token"], want[0])
+                self.assertEqual(manifest["format"], "ember.kv-foreign")
+                self.assertEqual(manifest["foreign"]["engine"], "torch")
+                self.assertEqual(manifest["foreign"]["format"], "safetensors-" + layout)
+                self.assertEqual(manifest["foreign"]["details"], {"layout": layout})
+                refused = run_ember("kv", "replay", "--snapshot", snap, "--model", model, "-n", "5", check=False)
+                self.assertEqual(refused.returncode, 2, refused.stdout + refused.stderr)
+                self.assertIn("--allow-foreign", refused.stderr)
                 # replay prints the resume token and the 5 tokens it selects after it
-                rep = run_ember("kv", "replay", "--snapshot", snap, "--model", model, "-n", "5").stdout
+                rep = run_ember("kv", "replay", "--allow-foreign", "--snapshot", snap, "--model", model,
+                                "-n", "5").stdout
                 text = run_ember("detokenize", "--model", model, "--ids", ",".join(map(str, want))).stdout
                 self.assertEqual(rep.rstrip("\n"), text.rstrip("\n"))
                 self.assertTrue(rep.strip())

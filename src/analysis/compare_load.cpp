@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "kv/state_loader.h"
+#include "kv/state.h"
 #include "util/sha256.h"
 
 namespace ember::kv {
@@ -46,7 +46,7 @@ std::string weights_of_fingerprint(const std::string& fp) {
 namespace {
 
 // Everything but snapshot_id (which depends on the artifact kind's manifest text).
-ComparedState compared_fields(Snapshot s) {
+ComparedState compared_fields(KvState s) {
   const SnapshotManifest& m = s.manifest;
   ComparedState c;
   c.identity.kind = "native";
@@ -74,64 +74,50 @@ ComparedState compared_fields(Snapshot s) {
 
 }  // namespace
 
-ComparedState compared_from_snapshot(Snapshot s) {
-  const std::string id = sha256_hex(s.manifest.to_json());
+ComparedState compared_from_state(VerifiedState v) {
+  const std::string manifest_sha = sha256_hex(v.manifest_text());
+  KvState s = std::move(v).release();
+  const Provenance provenance = s.provenance;
   ComparedState c = compared_fields(std::move(s));
-  c.identity.snapshot_id = id;
-  return c;
-}
-
-ComparedState load_compared_state(const std::string& path, bool allow_non_finite) {
-  return compared_from_snapshot(load_state(path, allow_non_finite));
-}
-
-ComparedState compared_from_state_dir(StateDir d) {
-  const std::string manifest_sha = sha256_hex(d.manifest_text);
-  std::optional<MappedProvenance> mapping = std::move(d.header.mapping);
-  std::optional<ForeignProvenance> foreign = std::move(d.header.foreign);
-  ComparedState c = compared_fields(Snapshot{std::move(d.header.manifest), std::move(d.cache)});
   c.identity.snapshot_id = manifest_sha;
-  if (foreign) {
-    // Another engine's cache of the same GGUF: keys post-RoPE in the GGUF's RoPE layout in
-    // both engines (llama.cpp caches keys after RoPE, as ember does), so nothing is converted.
-    const ForeignProvenance& f = *foreign;
+  if (const ForeignProvenance* f = std::get_if<ForeignProvenance>(&provenance)) {
+    // Another engine's cache of the same model: keys post-RoPE in the model's RoPE layout in
+    // every source ember imports, so nothing is converted here.
     c.identity.kind = "foreign";
-    c.identity.snapshot_id = manifest_sha;
     c.identity.provenance = {{"format", std::string(kForeignFormat) + ".v1"},
-                             {"foreign.engine", f.engine},
-                             {"foreign.format", f.format + " v" + std::to_string(f.format_version)},
-                             {"foreign.cache_type_k", f.cache_type_k},
-                             {"foreign.cache_type_v", f.cache_type_v},
-                             {"foreign.v_layout", f.v_layout},
-                             {"foreign.k_rotation", f.k_rotation},
-                             {"foreign.v_rotation", f.v_rotation},
-                             {"foreign.conversion", f.conversion},
-                             {"foreign.resume_source", f.resume_source},
-                             {"foreign.source_sha256", f.source_sha256},
-                             {"key_convention",
-                              "post-rope in both engines, same RoPE layout; llama.cpp's Hadamard rotation of "
-                              "quantized K/V (k_rotation, v_rotation) undone on import"}};
+                             {"foreign.engine", f->engine},
+                             {"foreign.format", f->format + " v" + std::to_string(f->format_version)},
+                             {"foreign.cache_type_k", f->cache_type_k},
+                             {"foreign.cache_type_v", f->cache_type_v}};
+    for (const auto& [k, val] : f->details) c.identity.provenance.push_back({"foreign." + k, val});
+    c.identity.provenance.push_back({"foreign.conversion", f->conversion});
+    c.identity.provenance.push_back({"foreign.resume_source", f->resume_source});
+    c.identity.provenance.push_back({"foreign.source_sha256", f->source_sha256});
+    c.identity.provenance.push_back(
+        {"key_convention", f->format == "ggsq"
+                               ? "post-rope in both engines, same RoPE layout; llama.cpp's Hadamard rotation of "
+                                 "quantized K/V (k_rotation, v_rotation) undone on import"
+                               : "post-rope in both engines; Hugging Face's rotate-half key order converted to the "
+                                 "model's RoPE layout on import"});
     return c;
   }
-  if (!mapping) return c;
-  const MappedProvenance& p = *mapping;
+  const MappedProvenance* p = std::get_if<MappedProvenance>(&provenance);
+  if (!p) return c;
   c.identity.kind = "mapped";
-  c.identity.snapshot_id = manifest_sha;
   c.identity.provenance = {{"format", std::string(kMappedFormat) + ".v1"},
                            {"numerics_contract", c.identity.provenance.back().second},
-                           {"mapping.kind", p.kind},
-                           {"mapping.mapper_hash", p.mapper_hash},
-                           {"mapping.shared_layers", std::to_string(p.shared_layers)},
-                           {"mapping.anchor", std::to_string(p.anchor)},
-                           {"mapping.source_model_identity", p.source_model_identity},
-                           {"mapping.source_manifest_sha256", p.source_manifest_sha256}};
+                           {"mapping.kind", p->kind},
+                           {"mapping.mapper_hash", p->mapper_hash},
+                           {"mapping.shared_layers", std::to_string(p->shared_layers)},
+                           {"mapping.anchor", std::to_string(p->anchor)},
+                           {"mapping.source_model_identity", p->source_model_identity},
+                           {"mapping.source_manifest_sha256", p->source_manifest_sha256}};
   return c;
 }
 
-ComparedState load_compared_state_or_mapped(const std::string& path, bool allow_non_finite) {
-  // Either container, either kind (a mapped .kvc too): kv::load_state_as.
-  if (!state_kind(path).empty()) return compared_from_state_dir(load_state_as(path, Accept::any, allow_non_finite));
-  return load_compared_state(path, allow_non_finite);
+ComparedState load_compared_state(const std::string& path, bool allow_non_finite, Accept accept) {
+  // Either container, any kind `accept` takes: kv::open_state, every check of its reader.
+  return compared_from_state(open_state(path, {accept, allow_non_finite}));
 }
 
 }  // namespace ember::kv

@@ -1,5 +1,5 @@
 #pragma once
-// Turns what `kv::load_state` returns into the input of `kv compare` (compare_state.h).
+// Turns what `kv::open_state` returns into the input of `kv compare` (compare_state.h).
 // The snapshot's manifest supplies the identity and the coordinates; the cache is moved.
 //
 // Mapped caches (docs/compare.md, "alignment"): the one directory reader returns the manifest
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "analysis/compare_state.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 
 namespace ember::kv {
 
@@ -20,19 +20,16 @@ NamedValues representation_of(const SnapshotManifest& m);
 // "F32,Q8_0,..." from "canonical-v1;weights=F32,Q8_0;..." ("" if absent).
 std::string weights_of_fingerprint(const std::string& fingerprint);
 
-// A native snapshot. snapshot_id = SHA-256 of the canonical manifest bytes.
-ComparedState compared_from_snapshot(Snapshot s);
+// A verified state of any kind, moved: the manifest supplies the identity and the
+// coordinates, snapshot_id = SHA-256 of its canonical manifest bytes. A mapped cache
+// (ember.kv-mapped.v1) is kind "mapped" with provenance naming the mapper hash, kind, s, a and
+// the source; a foreign one (ember.kv-foreign.v1) kind "foreign" with its engine, source format,
+// cache types and details, so compare labels the pair cross-engine.
+ComparedState compared_from_state(VerifiedState s);
 
-// load_state(path) then compared_from_snapshot().
-ComparedState load_compared_state(const std::string& path, bool allow_non_finite = false);
-
-// A directory as read by read_state_dir (either kind). A mapped cache (ember.kv-mapped.v1):
-// kind "mapped", the target's coordinates from its manifest, provenance naming the mapper
-// hash, kind, s, a and the source; snapshot_id = SHA-256 of the manifest bytes read.
-ComparedState compared_from_state_dir(StateDir d);
-
-// What `kv compare` reads on each side: a directory of either kind (read_state_dir with
-// Accept::any), or a KVC1 file (native). Perturbation sources stay native.
-ComparedState load_compared_state_or_mapped(const std::string& path, bool allow_non_finite = false);
+// What `kv compare` reads on each side: a directory or a KVC1 file (kv::open_state) of a kind
+// `accept` takes (any by default; a perturbation's source is native).
+ComparedState load_compared_state(const std::string& path, bool allow_non_finite = false,
+                                  Accept accept = Accept::any);
 
 }  // namespace ember::kv

@@ -1,6 +1,6 @@
 #include "analysis/compare_state.h"
 
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "util/byte_io.h"
 #include "util/error.h"
 #include "util/sha256.h"

@@ -11,7 +11,7 @@
 #include "analysis/diagnostics.h"
 #include "analysis/perturb.h"
 #include "kv/replay.h"
-#include "kv/state_loader.h"
+#include "kv/state.h"
 #include "model/config.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -209,9 +209,9 @@ void run_cell(MatrixCell& cell, const MatrixModel& mm, Engines& engines, const M
 
   ExportResult exported = export_prefix(role(1), mm.tokenizer_identity, prompt.tokens, o.producer);
   const std::string snap_dir = dir + "/snapshot";
-  write_snapshot(exported.snapshot, snap_dir, false);
-  Snapshot loaded = load_state(snap_dir);
-  if (o.before_replay) o.before_replay(loaded);
+  write_state_dir(exported.snapshot, snap_dir, false);
+  if (o.before_replay) o.before_replay(snap_dir);
+  VerifiedState loaded = open_state(snap_dir);
 
   model::Engine& replay_engine = role(2);
   ContinueOptions replay_opt;
@@ -221,9 +221,9 @@ void run_cell(MatrixCell& cell, const MatrixModel& mm, Engines& engines, const M
   const Continuation replayed = replay(loaded, replay_engine, mm.tokenizer_identity, replay_opt);
 
   MatrixGate& g = cell.gate;
-  g.prefix = loaded.manifest.geometry.positions;
-  g.resume_token = loaded.manifest.resume.token;
-  g.resume_position = loaded.manifest.resume.position;
+  g.prefix = loaded.manifest().geometry.positions;
+  g.resume_token = loaded.manifest().resume.token;
+  g.resume_position = loaded.manifest().resume.position;
   g.native_first = native.tokens.empty() ? -1 : native.tokens[0];
   g.verdict = compare_replay_logits(bytes_of(native.logits), bytes_of(exported.boundary_logits),
                                     bytes_of(replayed.logits), N);
@@ -236,7 +236,7 @@ void run_cell(MatrixCell& cell, const MatrixModel& mm, Engines& engines, const M
   }
 
   // The compare and the control run on the replay's engine (its threads and path).
-  const ComparedState left = compared_from_snapshot(std::move(loaded));
+  const ComparedState left = compared_from_state(std::move(loaded));
   ThreadPool pool(cell.threads[2]);
   cell.self = self_compare(left, &pool);
   cell.control = zeroing_control(left, replay_engine, o, &pool, o.keep ? dir + "/control-receipt.json" : "");

@@ -4,7 +4,7 @@
 //
 // Each cell runs, on one model, one prompt and one variant:
 //   1. native   generate_native (kv/replay.h): N greedy steps, logits [N][V] kept
-//   2. export   export_prefix -> write_snapshot (CELL/snapshot) -> load_state: the state goes
+//   2. export   export_prefix -> write_state_dir (CELL/snapshot) -> open_state: the state goes
 //               through the one writer and the one verifying reader, not a memory copy
 //   3. replay   replay (strict import) of the loaded snapshot: N-1 steps from the resume token
 //   4. gate     compare_replay_logits: native[N,V] == concat(boundary[1,V], replay[N-1,V]),
@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "kv/replay_gate.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "model/engine.h"
 #include "util/simd.h"
 
@@ -83,8 +83,9 @@ struct MatrixOptions {
   std::string producer = "ember 0.1.0";
   // The best path a variant may force; nullopt: detect_simd(). Tests lower it to see a skip.
   std::optional<SimdLevel> simd_ceiling;
-  // Tests only: called on the loaded snapshot before the replay (to corrupt a cell).
-  std::function<void(Snapshot&)> before_replay;
+  // Tests only: called with the cell's snapshot directory after the export wrote it and before
+  // it is read back for the replay (to corrupt a cell on disk).
+  std::function<void(const std::string&)> before_replay;
 };
 
 struct MatrixGate {

@@ -65,7 +65,7 @@ void run_unpack(const KvcArgs& a) {
 // applies the manifest rules.
 std::string state_hash_error(const kv::Kvc1File& f) {
   try {
-    kv::kvc1_to_state(f, kv::Accept::any);
+    kv::kvc1_to_state(f, {kv::Accept::any});
   } catch (const kv::Kvc1Error& e) {
     if (e.code() == kv::Kvc1Reject::state_hash_mismatch) return e.what();
   } catch (const Error&) {
@@ -103,7 +103,7 @@ void run_verify(const KvcArgs& a) {
   try {
     const kv::Kvc1File f = kv::Kvc1File::open(a.in);
     kind = f.artifact_kind();
-    kv::kvc1_to_state(f, kv::Accept::any);  // the manifest rules, its seal and the state hashes
+    kv::kvc1_to_state(f, {kv::Accept::any});  // the manifest rules, its seal and the state hashes
   } catch (const kv::Kvc1Error& e) {
     error = e.what();
     code = kv::kvc1_reject_name(e.code());

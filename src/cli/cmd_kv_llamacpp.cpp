@@ -11,7 +11,7 @@
 #include "cli/model_loader.h"
 #include "cli/trust_flags.h"
 #include "kv/llamacpp_import.h"
-#include "kv/state_loader.h"
+#include "kv/state.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -58,21 +58,22 @@ void add_import_llamacpp(CLI::App& kv) {
     // Range-checked by import_llamacpp against the vocabulary (a negative id is refused there).
     if (resume->count() > 0)
       opt.resume_token = int32_t(std::clamp<int64_t>(o->resume, INT32_MIN, INT32_MAX));
-    kv::ForeignState s = kv::import_llamacpp(std::span<const uint8_t>(file->data(), file->size()),
-                                             engine, m.tokenizer->identity(), opt, o->state);
-    if (!o->sign.empty()) kv::sign_manifest(s.manifest, nullptr, o->sign, &s.foreign);
-    kv::write_foreign_state(s, o->output, o->force);
-    const kv::SnapshotManifest& mf = s.manifest;
+    kv::VerifiedState s = kv::import_llamacpp(std::span<const uint8_t>(file->data(), file->size()),
+                                              engine, m.tokenizer->identity(), opt, o->state);
+    if (!o->sign.empty()) s = kv::resign(std::move(s), o->sign);
+    kv::write_state_dir(s, o->output, o->force);
+    const kv::SnapshotManifest& mf = s.manifest();
+    const kv::ForeignProvenance& f = *s.header().foreign();
     std::printf(
         "%s: %d tokens from llama.cpp (K %s rotation %s, V %s rotation %s, V %s, %s); resume token "
         "%d (%s) "
         "at position %d\n",
-        printable(o->output).c_str(), mf.geometry.positions, s.foreign.cache_type_k.c_str(),
-        s.foreign.k_rotation.c_str(), s.foreign.cache_type_v.c_str(), s.foreign.v_rotation.c_str(),
-        s.foreign.v_layout.c_str(), s.foreign.conversion.c_str(), int(mf.resume.token),
-        s.foreign.resume_source.c_str(), mf.geometry.positions);
+        printable(o->output).c_str(), mf.geometry.positions, f.cache_type_k.c_str(),
+        f.detail("k_rotation").c_str(), f.cache_type_v.c_str(), f.detail("v_rotation").c_str(),
+        f.detail("v_layout").c_str(), f.conversion.c_str(), int(mf.resume.token), f.resume_source.c_str(),
+        mf.geometry.positions);
     std::printf("keys %s\nvalues %s\n", mf.keys.sha256.c_str(), mf.values.sha256.c_str());
-    std::printf("seal %s\n", kv::state_seal(mf, nullptr, &s.foreign).c_str());
+    std::printf("seal %s\n", mf.seal.c_str());
   });
 }
 
@@ -96,15 +97,14 @@ void add_export_llamacpp(CLI::App& kv) {
   add_trust_flags(c, o->trust);
   c->callback([o] {
     refuse_output_is_input(o->output, {o->snapshot});
-    const kv::Snapshot s = kv::load_state(o->snapshot);
-    check_artifact_trust(o->snapshot, s.manifest, o->trust);
-    const std::vector<uint8_t> bytes =
-        kv::export_llamacpp(s.manifest, s.cache, o->layout == "transposed");
+    const kv::VerifiedState s = kv::open_state(o->snapshot);
+    check_artifact_trust(o->snapshot, s.manifest(), o->trust);
+    const std::vector<uint8_t> bytes = kv::export_llamacpp(s, o->layout == "transposed");
     write_file_atomic(o->output,
                       std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
                       o->force);
     std::printf("%s: %d tokens, f16 K and V, V %s, %zu bytes (ggsq v3, one sequence)\n",
-                printable(o->output).c_str(), s.manifest.geometry.positions, o->layout.c_str(),
+                printable(o->output).c_str(), s.manifest().geometry.positions, o->layout.c_str(),
                 bytes.size());
   });
 }

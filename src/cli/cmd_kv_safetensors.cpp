@@ -12,7 +12,7 @@
 #include "cli/trust_flags.h"
 #include "kv/import.h"
 #include "kv/safetensors_cache.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/printable.h"
@@ -31,19 +31,22 @@ st::Dtype parse_dtype(const std::string& s) {
 
 void add_import_safetensors(CLI::App& kv) {
   struct Opts {
-    std::string input, model, tokenizer, output, prompt, prompt_file, ids, layout = "mlx";
+    std::string input, model, tokenizer, output, prompt, prompt_file, ids, layout = "mlx", engine;
     int threads = 0;
     bool no_bos = false, force = false;
     double max_row_diff = 0.05;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = kv.add_subcommand("import-safetensors",
-                                  "Make a snapshot of a KV cache another runtime wrote as safetensors "
-                                  "(mlx-lm save_prompt_cache, vLLM example connector)");
+                                  "Make a foreign state (ember.kv-foreign) of a KV cache another runtime wrote "
+                                  "as safetensors (mlx-lm save_prompt_cache, vLLM example connector, torch)");
   c->add_option("input", o->input, "the .safetensors file (mlx) or per-layer directory (vllm)")->required();
   c->add_option("--model", o->model, "the GGUF model the cache belongs to (the file does not say)")->required();
   c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
   c->add_option("--layout", o->layout, "mlx | vllm (default mlx)");
+  c->add_option("--engine", o->engine,
+                "what computed the cache, recorded as foreign.engine (default: the layout's runtime, mlx or "
+                "vllm; a cache torch wrote says torch)");
   auto* t = c->add_option("--prompt", o->prompt, "the prefix the cache holds, as text");
   auto* f = c->add_option("--prompt-file", o->prompt_file, "the prefix as text from a file (UTF-8)");
   auto* i = c->add_option("--prompt-ids", o->ids, "the prefix as comma-separated token ids (no BOS added)");
@@ -52,8 +55,8 @@ void add_import_safetensors(CLI::App& kv) {
   c->add_flag("--no-bos", o->no_bos, "do not prepend BOS to the prompt text");
   c->add_option("--max-row-diff", o->max_row_diff,
                 "bound on the recomputed last row's relative difference (default 0.05)");
-  c->add_option("--output,-o", o->output, "snapshot directory to create")->required();
-  c->add_flag("--force", o->force, "replace an existing snapshot");
+  c->add_option("--output,-o", o->output, "foreign state directory to create")->required();
+  c->add_flag("--force", o->force, "replace an existing state directory");
   add_threads_option(c, o->threads);
   c->callback([o, i] {
     refuse_output_is_input(o->output, {o->input, o->model, o->tokenizer, o->prompt_file});
@@ -81,16 +84,19 @@ void add_import_safetensors(CLI::App& kv) {
     kv::ForeignImportOptions opt;
     opt.max_row_diff = o->max_row_diff;
     opt.producer = std::string(kProducer) + " kv import-safetensors (" + o->layout + ", " + dtype + ")";
+    opt.engine = o->engine;
     kv::ForeignImport r =
         kv::import_foreign(engine, lm.tokenizer->identity(), prefix, std::move(fc), opt, o->input);
-    kv::write_state_dir(r.snapshot.manifest, nullptr, r.snapshot.cache, o->output, o->force);
-    const kv::SnapshotManifest& m = r.snapshot.manifest;
-    std::printf("%s: %d positions from %s (%s layout, %s); last row vs the model's own: keys %.3g, values %.3g "
+    kv::write_state_dir(r.snapshot, o->output, o->force);
+    const kv::SnapshotManifest& m = r.snapshot.manifest();
+    std::printf("%s: %d positions from %s (%s layout, %s, computed by %s: a foreign state, replayed only with "
+                "--allow-foreign); last row vs the model's own: keys %.3g, values %.3g "
                 "(relative); resume token %d at position %lld\n",
                 printable(o->output).c_str(), m.geometry.positions, printable(o->input).c_str(), o->layout.c_str(),
-                dtype.c_str(), r.key_row_diff, r.value_row_diff, int(m.resume.token),
+                dtype.c_str(), printable(r.snapshot.header().foreign()->engine).c_str(), r.key_row_diff,
+                r.value_row_diff, int(m.resume.token),
                 static_cast<long long>(m.resume.position));
-    print_seal(m, nullptr);
+    print_seal(m);
   });
 }
 
@@ -111,15 +117,15 @@ void add_export_safetensors(CLI::App& kv) {
     refuse_output_is_input(o->output, {o->snapshot});
     const kv::SafetensorsLayout layout = kv::parse_safetensors_layout(o->layout);
     const st::Dtype dtype = parse_dtype(o->dtype);
-    const kv::Snapshot s = kv::read_snapshot(o->snapshot);
-    const kv::SnapshotManifest& m = s.manifest;
+    const kv::VerifiedState s = kv::open_state(o->snapshot, {kv::Accept::native});
+    const kv::SnapshotManifest& m = s.manifest();
     // The identity the format cannot carry, as strings, so a reader can at least see it.
     const std::map<std::string, std::string> md{
         {"ember_model_identity", m.model.identity},   {"ember_tokenizer_identity", m.tokenizer.identity},
         {"ember_architecture", m.model.architecture}, {"ember_prefix_sha256", m.prefix.sha256},
         {"ember_resume_token", std::to_string(m.resume.token)},
         {"ember_snapshot_seal", m.seal},              {"ember_key_order", "hf-rotate-half"}};
-    kv::write_safetensors_cache(s.cache, m.rope.layout, layout, dtype, md, o->output, o->force);
+    kv::write_safetensors_cache(s.cache(), m.rope.layout, layout, dtype, md, o->output, o->force);
     std::printf("%s: %d layers x %d positions, %s layout, %s, keys in Hugging Face order\n",
                 printable(o->output).c_str(), m.geometry.layers, m.geometry.positions, o->layout.c_str(),
                 st::dtype_name(dtype));

@@ -16,8 +16,8 @@
 #include "cli/token_ids.h"
 #include "cli/trust_flags.h"
 #include "kv/replay.h"
-#include "kv/snapshot.h"
-#include "kv/state_loader.h"
+#include "kv/state.h"
+#include "kv/state.h"
 #include "kv/strict_json.h"
 #include "model/engine.h"
 #include "store/prefix.h"
@@ -106,15 +106,15 @@ void add_export(CLI::App& kv) {
     const std::vector<int32_t> prefix = prompt_tokens(o->p, l, o->m.model);
     check_positions(*l.engine, int64_t(prefix.size()), "prompt", "tokens", 1, "steps");
     kv::ExportResult r = kv::export_prefix(*l.engine, l.tokenizer->identity(), prefix, kProducer);
-    if (!o->sign.empty()) kv::sign_manifest(r.snapshot.manifest, nullptr, o->sign);
-    kv::write_snapshot(r.snapshot, o->output, o->force);
+    if (!o->sign.empty()) r.snapshot = kv::resign(std::move(r.snapshot), o->sign);
+    kv::write_state_dir(r.snapshot, o->output, o->force);
     if (!o->boundary.empty()) write_f32(o->boundary, r.boundary_logits, o->force);
-    const kv::SnapshotManifest& m = r.snapshot.manifest;
+    const kv::SnapshotManifest& m = r.snapshot.manifest();
     std::printf("%s: %d prefix tokens at positions [0, %d); resume token %d '%s' at position %lld\n",
                 o->output.c_str(), m.geometry.positions, m.geometry.positions, int(m.resume.token),
                 piece_text(*l.tokenizer, m.resume.token).c_str(), static_cast<long long>(m.resume.position));
     std::printf("keys %s\nvalues %s\n", m.keys.sha256.c_str(), m.values.sha256.c_str());
-    print_seal(m, nullptr);
+    print_seal(m);
     if (m.past_context)
       std::fprintf(stderr, "ember: %d positions: past the model's context length %d "
                    "(--allow-past-context); the manifest records past_context\n",
@@ -170,7 +170,7 @@ void add_verify(CLI::App& kv) {
         std::printf("seal %s\n", r.manifest.seal.c_str());
         if (r.manifest.signature) std::printf("signed by %s\n", r.manifest.signature->public_key.c_str());
       } else if (r.manifest_ok)
-        print_seal(r.manifest, nullptr);
+        print_seal(r.manifest);
     }
     if (!r.ok) throw CheckFailed{"verify failed: " + r.error};
   });
@@ -253,33 +253,30 @@ void add_replay(CLI::App& kv) {
     if (o->snapshot.empty())
       fail_field("kv replay", "input", "--snapshot DIR, or --store/--save-to URI with a prompt", "none");
     refuse_output_is_input(o->logits_out, {o->snapshot, o->m.model, o->m.tokenizer});
-    // A foreign directory is read only under --allow-foreign (read_manifest refuses it by name).
-    const bool foreign = o->allow_foreign && kv::state_kind(o->snapshot) == "snapshot-dir" &&
-                         kv::read_state_header(o->snapshot, kv::Accept::any).header.is_foreign();
-    // A snapshot directory's manifest is read (strictly) first, so that positions beyond the
-    // model's context are refused before a payload is read; the whole state is verified
-    // before anything is decoded.
+    const kv::Accept accept = o->allow_foreign ? kv::Accept::any : kv::Accept::native;
     const std::string cached = "geometry.positions + the resume token";
+    // A snapshot directory's manifest is read (strictly) first, so that a state of a kind this
+    // command does not take, or positions beyond the model's context, are refused before a
+    // payload is read; then the state is read once (kv::open_state: every check of its
+    // reader, the payload hashed once) and never hashed again.
     const bool dir = kv::state_kind(o->snapshot) == "snapshot-dir";
-    const int64_t head_positions =
-        !dir ? 0
-        : foreign ? kv::read_state_header(o->snapshot, kv::Accept::foreign).header.manifest.geometry.positions
-                  : kv::read_manifest(o->snapshot).geometry.positions;
+    const int64_t head_positions = dir ? kv::read_state_header(o->snapshot, accept).header.manifest.geometry.positions : 0;
     const LoadedEngine l = load(o->m);
     if (dir) check_positions(*l.engine, head_positions + 1, o->snapshot, cached, o->n, "-n");
-    kv::Snapshot s;
+    const kv::VerifiedState s = kv::open_state(o->snapshot, {accept, false});
+    if (s.kind() == kv::StateKind::mapped)
+      fail_field(o->snapshot, "format", std::string(kv::kSnapshotFormat) + " (a native snapshot)",
+                 std::string("'") + kv::kMappedFormat + "' (a mapped cache: ember map replay reads it)");
+    const bool foreign = s.kind() == kv::StateKind::foreign;
     if (foreign) {
-      kv::StateDir d = kv::read_state_dir(o->snapshot, {kv::Accept::foreign, false});
+      const kv::ForeignProvenance& f = *s.header().foreign();
       std::fprintf(stderr, "ember: %s is a foreign cache (engine %s, K %s, V %s): its numerics are not ember's "
                    "(--allow-foreign); the continuation is ember's engine over another engine's K/V\n",
-                   printable(o->snapshot).c_str(), d.header.foreign->engine.c_str(),
-                   d.header.foreign->cache_type_k.c_str(), d.header.foreign->cache_type_v.c_str());
-      s = kv::Snapshot{std::move(d.header.manifest), std::move(d.cache)};
-    } else {
-      s = kv::load_state(o->snapshot);
+                   printable(o->snapshot).c_str(), printable(f.engine).c_str(), printable(f.cache_type_k).c_str(),
+                   printable(f.cache_type_v).c_str());
     }
-    check_artifact_trust(o->snapshot, s.manifest, o->trust);
-    check_positions(*l.engine, int64_t(s.manifest.geometry.positions) + 1, o->snapshot, cached, o->n, "-n");
+    check_artifact_trust(o->snapshot, s.manifest(), o->trust);
+    if (!dir) check_positions(*l.engine, int64_t(s.manifest().geometry.positions) + 1, o->snapshot, cached, o->n, "-n");
     kv::ContinueOptions opt;
     opt.steps = o->n;
     opt.keep_logits = !o->logits_out.empty();
@@ -288,13 +285,13 @@ void add_replay(CLI::App& kv) {
     if (!o->ignore_eos) opt.is_eog = [&](int32_t id) { return l.tokenizer->is_eog(id); };
     const kv::Continuation r = kv::replay(s, *l.engine, l.tokenizer->identity(), opt);
     tok::StreamDecoder dec(*l.tokenizer);
-    std::string text = dec.push(s.manifest.resume.token);
+    std::string text = dec.push(s.manifest().resume.token);
     for (int32_t t : r.tokens) text += dec.push(t);
     text += dec.flush();
     std::printf("%s\n", text.c_str());
     if (opt.keep_logits) write_f32(o->logits_out, r.logits, o->force);
     std::fprintf(stderr, "ember: resumed at position %lld from %d cached positions; %zu steps%s\n",
-                 static_cast<long long>(s.manifest.resume.position), s.manifest.geometry.positions,
+                 static_cast<long long>(s.manifest().resume.position), s.manifest().geometry.positions,
                  r.tokens.size(), r.stopped_at_eog ? ", stopped at end of generation" : "");
   });
 }

@@ -16,8 +16,8 @@
 #include "contract/receipt.h"
 #include "contract/registry.h"
 #include "kv/import.h"
-#include "kv/mapped_state.h"
-#include "kv/state_loader.h"
+#include "kv/state.h"
+#include "kv/state.h"
 #include "map/anchor.h"
 #include "map/hybrid.h"
 #include "map/collect.h"
@@ -282,7 +282,8 @@ void add_apply(CLI::App& m) {
     for (const std::string& out : {o->output, receipt_path_for(o->output, o->receipt)})
       refuse_output_is_input(out, {o->mapper, o->snapshot, o->target, o->tokenizer});
     const map::Mapper mp = map::Mapper::read(o->mapper);
-    const kv::Snapshot src = kv::load_state(o->snapshot);
+    const kv::VerifiedState verified = kv::open_state(o->snapshot);
+    const kv::KvState& src = verified.state();
     check_artifact_trust(o->snapshot, src.manifest, o->trust);
     if (src.manifest.model.identity != mp.source.identity)
       fail_field(where, "snapshot model identity", mp.source.identity + " (the mapper's source)", src.manifest.model.identity);
@@ -298,7 +299,8 @@ void add_apply(CLI::App& m) {
     q.kind = map::mapper_kind_name(mp.kind);
     q.mapper_hash = mp.hash();
     const std::string registration = registration_of(o->registry, q);
-    kv::MappedState out;
+    kv::KvState out;
+    kv::MappedProvenance mapping;
     out.manifest = map::target_coordinates(te, t.tokenizer->identity());
     out.manifest.prefix = src.manifest.prefix;
     out.manifest.resume = src.manifest.resume;
@@ -306,37 +308,40 @@ void add_apply(CLI::App& m) {
     out.cache = model::KvCache(tc.n_layers, tc.n_kv_heads, tc.head_dim, src.cache.n_pos);
     out.cache.n_pos = src.cache.n_pos;
     map::map_layers(mp, rope_config_of(src.manifest), tc, src.cache, mp.shared_layers, 0, tc.n_layers, out.cache);
-    out.mapping.kind = map::mapper_kind_name(mp.kind);
-    out.mapping.relation = relation_of(mp, o->relation, where);
-    out.mapping.mapper_hash = mp.hash();
-    out.mapping.calibration_split_hash = mp.split_hash;
-    out.mapping.shared_layers = mp.shared_layers;
-    out.mapping.anchor = tc.n_layers;
-    for (int l = 0; l < tc.n_layers; ++l) out.mapping.layer_roles.push_back(l < mp.shared_layers ? "reused" : "mapped");
-    out.mapping.source_model_identity = src.manifest.model.identity;
-    out.mapping.source_manifest_sha256 = sha256_hex(src.manifest.to_json());
-    out.mapping.source_prefix_sha256 = src.manifest.prefix.sha256;
-    out.mapping.registration = registration;
+    mapping.kind = map::mapper_kind_name(mp.kind);
+    mapping.relation = relation_of(mp, o->relation, where);
+    mapping.mapper_hash = mp.hash();
+    mapping.calibration_split_hash = mp.split_hash;
+    mapping.shared_layers = mp.shared_layers;
+    mapping.anchor = tc.n_layers;
+    for (int l = 0; l < tc.n_layers; ++l) mapping.layer_roles.push_back(l < mp.shared_layers ? "reused" : "mapped");
+    mapping.source_model_identity = src.manifest.model.identity;
+    mapping.source_manifest_sha256 = sha256_hex(verified.manifest_text());
+    mapping.source_prefix_sha256 = src.manifest.prefix.sha256;
+    mapping.registration = registration;
+    out.provenance = mapping;
     const std::string rpath = receipt_path_for(o->output, o->receipt);
     if (!o->force && path_exists(rpath)) fail(rpath, "already exists; refusing to overwrite it (pass --force)");
-    kv::write_mapped_state(out, o->output, o->force, o->sign);
+    const int positions = out.cache.n_pos;
+    const kv::VerifiedState sealed = kv::seal(std::move(out), o->output, o->sign);
+    kv::write_state_dir(sealed, o->output, o->force);
     contract::BridgeReceipt r;
     r.source = endpoint(mp.source, mp.tokenizer_identity);
     r.target = endpoint(mp.target, mp.tokenizer_identity);
-    r.kind = out.mapping.kind;
-    r.relation = out.mapping.relation;
+    r.kind = mapping.kind;
+    r.relation = mapping.relation;
     r.mapper_hash = mp.kind == map::MapperKind::identity ? "" : mp.hash();
-    r.layers = plan_of(out.mapping.layer_roles);
+    r.layers = plan_of(mapping.layer_roles);
     if (mp.kind != map::MapperKind::identity)
       r.calibration = contract::Calibration{mp.split_hash, mp.calib_rows > 0 ? 1 : 0, 0};
     if (r.calibration) r.calibration->n_calib = std::max<int64_t>(1, r.calibration->n_calib);
     r.created_by = "ember map apply";
-    r.notes = "mapped cache of " + std::to_string(out.cache.n_pos) + " positions; not evaluated";
+    r.notes = "mapped cache of " + std::to_string(positions) + " positions; not evaluated";
     contract::write_receipt(rpath, r, o->force);
-    std::cout << "mapped cache (" << out.mapping.kind << ", " << out.mapping.relation << ", mapper " << out.mapping.mapper_hash << ") of "
-              << out.cache.n_pos << " positions: layers [0, " << mp.shared_layers << ") reused, ["
+    std::cout << "mapped cache (" << mapping.kind << ", " << mapping.relation << ", mapper " << mapping.mapper_hash << ") of "
+              << positions << " positions: layers [0, " << mp.shared_layers << ") reused, ["
               << mp.shared_layers << ", " << tc.n_layers << ") mapped\nwrote " << o->output << "\n";
-    print_seal(out.manifest, &out.mapping);
+    print_seal(sealed.manifest());
   });
 }
 
@@ -357,19 +362,20 @@ void add_map_replay(CLI::App& m) {
   add_threads_option(c, o->threads);
   add_past_context_flag(c, o->allow_past_context);
   c->callback([o] {
-    const kv::MappedState st = kv::read_mapped_state(o->mapped);
-    check_artifact_trust(o->mapped, st.manifest, o->trust);
+    kv::VerifiedState st = kv::open_state(o->mapped, {kv::Accept::mapped});
+    check_artifact_trust(o->mapped, st.manifest(), o->trust);
     const Loaded t = load_model({o->model, o->tokenizer, ""});
     model::Engine te(t.model, {resolve_threads(o->threads), o->allow_past_context});
-    check_positions(te, int64_t(st.cache.n_pos) + 1, o->mapped, "geometry.positions + the resume token",
+    check_positions(te, int64_t(st.cache().n_pos) + 1, o->mapped, "geometry.positions + the resume token",
                     o->n, "-n");
-    // The same checked import as kv replay: coordinates, then payload hashes and finiteness.
-    // No room is reserved: the engine grows the cache as it fills.
-    model::KvCache cache = kv::import_checked(st.manifest, st.cache, map::target_coordinates(te, t.tokenizer->identity()),
+    // The same checked import as kv replay (the coordinates; the state was verified when it
+    // was read). No room is reserved: the engine grows the cache as it fills.
+    const kv::MappedProvenance mapping = *st.header().mapping();
+    const int32_t resume = st.manifest().resume.token;
+    model::KvCache cache = kv::import_checked(std::move(st), map::target_coordinates(te, t.tokenizer->identity()),
                                               0, "map replay " + o->mapped);
     std::fprintf(stderr, "ember: resuming from a MAPPED cache (%s, mapper %s, s = %d, a = %d), not a native snapshot\n",
-                 st.mapping.kind.c_str(), st.mapping.mapper_hash.c_str(), st.mapping.shared_layers, st.mapping.anchor);
-    const int32_t resume = st.manifest.resume.token;
+                 mapping.kind.c_str(), mapping.mapper_hash.c_str(), mapping.shared_layers, mapping.anchor);
     std::vector<float> logits = te.forward(cache, std::span<const int32_t>(&resume, 1));
     std::vector<int32_t> ids;
     print_greedy(te, *t.tokenizer, cache, logits, o->n, &ids);
@@ -453,10 +459,11 @@ void add_hybrid(CLI::App& m) {
     const map::AnchorReport& report = run.report;
     model::KvCache& cache = run.cache;
     if (!o->output.empty()) {
-      kv::MappedState st = map::hybrid_mapped_state(run, te, t.tokenizer->identity(), s.model->identity(), mp.get());
-      st.mapping.registration = registration;
-      st.mapping.relation = relation;
-      kv::write_mapped_state(st, o->output, o->force);
+      kv::KvState st = map::hybrid_mapped_state(run, te, t.tokenizer->identity(), s.model->identity(), mp.get());
+      kv::MappedProvenance& mapping = std::get<kv::MappedProvenance>(st.provenance);
+      mapping.registration = registration;
+      mapping.relation = relation;
+      kv::write_state_dir(kv::seal(std::move(st), o->output), o->output, o->force);
     }
     std::fprintf(stderr, "ember: handoff s = %d, a = %d, L = %d:", sl, a, L);
     for (size_t l = 0; l < report.roles.size(); ++l)

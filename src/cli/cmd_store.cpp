@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "cli/store_flags.h"
 #include "cli/trust_flags.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "kv/strict_json.h"
 #include "store/store.h"
 #include "util/atomic_file.h"
@@ -58,7 +58,7 @@ void register_store_commands(CLI::App& app) {
     s->add_option("--chunk-bytes", o->chunk_bytes, "chunk size (even, 4096 .. 16 MiB)")->capture_default_str();
     s->add_flag("--force", o->force, "point an existing name at this state");
     s->callback([o] {
-      const kv::Snapshot snap = kv::read_snapshot(o->dir);
+      const kv::VerifiedState snap = kv::open_state(o->dir, {kv::Accept::native});
       store::Store store = open(o->c);
       const store::PutResult r = store.put(snap, {o->name, o->force, o->chunk_bytes});
       std::printf("%s state %s in namespace %s: %zu chunks, %zu written, %zu new prefix keys\n",
@@ -85,11 +85,11 @@ void register_store_commands(CLI::App& app) {
     s->callback([o] {
       store::Store store = open(o->c);
       const std::string seal = store.resolve(o->ref);
-      const kv::Snapshot snap = store.get(seal);
-      check_artifact_trust(o->c.uri + " " + o->ref, snap.manifest, o->trust);
-      kv::write_snapshot(snap, o->output, o->force);
+      const kv::VerifiedState snap = store.get(seal);
+      check_artifact_trust(o->c.uri + " " + o->ref, snap.manifest(), o->trust);
+      kv::write_state_dir(snap, o->output, o->force);
       std::printf("%s: %d positions, resume token %d, from %s\n", printable(o->output).c_str(),
-                  snap.manifest.geometry.positions, int(snap.manifest.resume.token), printable(o->ref).c_str());
+                  snap.manifest().geometry.positions, int(snap.manifest().resume.token), printable(o->ref).c_str());
       std::printf("seal %s\n", seal.c_str());
     });
   }

@@ -8,7 +8,7 @@
 #include "cli/map_commands.h"
 #include "cli/model_loader.h"
 #include "cli/prompt_list.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "map/split.h"
 #include "map/sweep.h"
 #include "util/atomic_file.h"

@@ -13,7 +13,7 @@
 #include "cli/prompt_text.h"
 #include "template/chat_template.h"
 #include "kv/replay_gate.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "kv/strict_json.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -169,7 +169,7 @@ GateOutcome run_replay_gate(const GateArgs& a) {
     r["error"] = failed_step;
     g.summary = "error: " + failed_step;
   } else {
-    const kv::SnapshotManifest m = kv::read_manifest(snapshot);
+    const kv::SnapshotManifest m = kv::read_state_header(snapshot, kv::Accept::native).header.manifest;
     r["model_identity"] = m.model.identity;
     r["tokenizer_identity"] = m.tokenizer.identity;
     r["engine_fingerprint"] = m.numerics.engine_fingerprint;

@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "kv/seal.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 
 namespace ember::cli {
 
@@ -29,6 +29,6 @@ void add_two_sided_trust_flags(CLI::App* c, TwoSidedTrust& t);
 void check_artifact_trust(const std::string& where, const kv::SnapshotManifest& m, const kv::TrustRequirements& req);
 
 // "seal <ID>" and, when signed, "signed by <public key>": what a user records to pin later.
-void print_seal(const kv::SnapshotManifest& m, const kv::MappedProvenance* mapping);
+void print_seal(const kv::SnapshotManifest& m);
 
 }  // namespace ember::cli

@@ -19,17 +19,35 @@ void check_compatible(const SnapshotManifest& snapshot, const SnapshotManifest& 
   }
 }
 
-model::KvCache import_checked(const SnapshotManifest& manifest, const model::KvCache& c,
-                              const SnapshotManifest& target, int extra_capacity, const std::string& where,
-                              bool allow_foreign) {
-  check_compatible(manifest, target, where, allow_foreign);
-  check_cache_payloads(manifest, c, where);
+namespace {
+
+void check_import(const VerifiedState& s, const SnapshotManifest& target, int extra_capacity, const std::string& where,
+                  bool allow_foreign) {
+  check_compatible(s.manifest(), target, where, allow_foreign);
+  if (!s.finite())
+    fail_field(where, "payload", "finite f16 values", "non-finite values (read with --allow-non-finite)");
   if (extra_capacity < 0 || extra_capacity > kMaxPositions)
     fail_field(where, "extra capacity", "0.." + std::to_string(kMaxPositions), std::to_string(extra_capacity));
+}
+
+}  // namespace
+
+model::KvCache import_checked(const VerifiedState& s, const SnapshotManifest& target, int extra_capacity,
+                              const std::string& where, bool allow_foreign) {
+  check_import(s, target, extra_capacity, where, allow_foreign);
+  const model::KvCache& c = s.cache();
   model::KvCache out(c.n_layers, c.n_kv_heads, c.head_dim, c.n_pos + extra_capacity);
   out.copy_prefix(c, c.n_pos);
   out.n_pos = c.n_pos;
   return out;
+}
+
+model::KvCache import_checked(VerifiedState&& s, const SnapshotManifest& target, int extra_capacity,
+                              const std::string& where, bool allow_foreign) {
+  check_import(s, target, extra_capacity, where, allow_foreign);
+  if (s.cache().capacity < s.cache().n_pos + extra_capacity)
+    return import_checked(static_cast<const VerifiedState&>(s), target, extra_capacity, where, allow_foreign);
+  return std::move(std::move(s).release().cache);
 }
 
 }  // namespace ember::kv

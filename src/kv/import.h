@@ -11,7 +11,7 @@
 // import_checked: `kv replay` (native snapshots and KVC1) and `map replay` (mapped caches).
 #include <string>
 
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "model/engine.h"
 
 namespace ember::kv {
@@ -28,19 +28,18 @@ SnapshotManifest describe_target(const model::Engine& engine, const std::string&
 void check_compatible(const SnapshotManifest& snapshot, const SnapshotManifest& target,
                       const std::string& where, bool allow_foreign = false);
 
-// check_compatible + check_cache_payloads (hashes, then finiteness), then a copy of the cache
-// with room for `extra_capacity` more positions (cursor at P). The source is left untouched.
-// `manifest` is a native manifest or a mapped cache's (its provenance plays no part here).
-model::KvCache import_checked(const SnapshotManifest& manifest, const model::KvCache& cache,
-                              const SnapshotManifest& target, int extra_capacity,
+// check_compatible, then the state's cache with room for `extra_capacity` more positions
+// (cursor at P). The state is verified (kv/state.h): its payload is not hashed again. The
+// const overload copies the cache once; the rvalue overload moves it when the reader already
+// left that room (ReadOptions::capacity) and copies it otherwise. A mapped cache imports like
+// a native one (its provenance plays no part here); a foreign one only with allow_foreign.
+model::KvCache import_checked(const VerifiedState& s, const SnapshotManifest& target, int extra_capacity,
                               const std::string& where, bool allow_foreign = false);
-inline model::KvCache import_checked(const Snapshot& s, const SnapshotManifest& target,
-                                     int extra_capacity, const std::string& where) {
-  return import_checked(s.manifest, s.cache, target, extra_capacity, where);
-}
+model::KvCache import_checked(VerifiedState&& s, const SnapshotManifest& target, int extra_capacity,
+                              const std::string& where, bool allow_foreign = false);
 
 // The strict import against a live engine (describe_target + import_checked).
-model::KvCache import_for_model(const Snapshot& s, const model::Engine& engine,
+model::KvCache import_for_model(const VerifiedState& s, const model::Engine& engine,
                                 const std::string& tokenizer_identity, int extra_capacity,
                                 const std::string& where = "snapshot import", bool allow_foreign = false);
 

@@ -21,7 +21,7 @@
 #include "util/byte_io.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "util/sha256.h"
 
 namespace ember::kv {

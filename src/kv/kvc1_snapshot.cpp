@@ -63,25 +63,24 @@ std::vector<Kvc1TensorSource> layer_sources(const model::KvCache& c, PayloadChec
 
 }  // namespace
 
-json kvc1_state_header(const SnapshotManifest& m, const MappedProvenance* mapping, const ForeignProvenance* foreign) {
-  const Kvc1Kind kind = mapping ? Kvc1Kind::mapped : foreign ? Kvc1Kind::foreign : Kvc1Kind::native;
+json kvc1_state_header(const StateHeader& h) {
+  const Kvc1Kind kind = h.mapped() ? Kvc1Kind::mapped : h.is_foreign() ? Kvc1Kind::foreign : Kvc1Kind::native;
   return {{"artifact", {{"kind", kvc1_kind_name(kind)}}},
           {"format", kKvc1Format},
-          {"state", json::parse(state_manifest_json(m, mapping, "KVC1 state", foreign))}};
+          {"state", json::parse(state_manifest_json(h, "KVC1 state"))}};
 }
 
 Digest pack_snapshot_dir(const std::string& dir, const std::string& out, bool force, const std::string& sign_key_pem) {
-  // The one directory reader (every check, either kind), then the one KVC1 writer.
-  StateDir d = read_state_dir(dir, {Accept::any, false});
-  if (!sign_key_pem.empty())
-    sign_manifest(d.header.manifest, d.header.mapping ? &*d.header.mapping : nullptr, sign_key_pem,
-                  d.header.foreign ? &*d.header.foreign : nullptr);
-  return write_state_kvc1(d.header.manifest, d.header.mapping ? &*d.header.mapping : nullptr, d.cache, out, force,
-                          d.header.foreign ? &*d.header.foreign : nullptr);
+  // The one directory reader (every check, any kind), then the one KVC1 writer.
+  VerifiedState s = read_state_dir(dir, {Accept::any, false});
+  if (!sign_key_pem.empty()) s = resign(std::move(s), sign_key_pem);
+  return write_state_kvc1(s, out, force);
 }
 
-Digest write_state_kvc1(const SnapshotManifest& m, const MappedProvenance* mapping, const model::KvCache& c,
-                        const std::string& out, bool force, const ForeignProvenance* foreign) {
+Digest write_state_kvc1(const VerifiedState& v, const std::string& out, bool force) {
+  const KvState& s = v.state();
+  const SnapshotManifest& m = s.manifest;
+  const model::KvCache& c = s.cache;
   const Geometry& g = m.geometry;
   if (c.n_layers != g.layers || c.n_kv_heads != g.kv_heads || c.head_dim != g.head_dim ||
       c.capacity < g.positions || c.n_pos != g.positions)
@@ -89,7 +88,7 @@ Digest write_state_kvc1(const SnapshotManifest& m, const MappedProvenance* mappi
   PayloadCheck k_check(g), v_check(g);
   const auto sources = layer_sources(c, &k_check, &v_check);
   AtomicFile file(out, force);
-  const Digest d = write_kvc1(file.sink(), kvc1_state_header(m, mapping, foreign), sources, out);
+  const Digest d = write_kvc1(file.sink(), kvc1_state_header(s), sources, out);
   // Nothing is committed unless the bytes are those the manifest seals, and finite.
   for (Payload p : {Payload::keys, Payload::values})
     check_payload_stream(p == Payload::keys ? k_check : v_check, (p == Payload::keys ? m.keys : m.values).sha256,
@@ -101,14 +100,8 @@ Digest write_state_kvc1(const SnapshotManifest& m, const MappedProvenance* mappi
 
 namespace {
 
-bool accepts(Accept accept, Kvc1Kind kind) {
-  switch (accept) {
-    case Accept::native: return kind == Kvc1Kind::native;
-    case Accept::mapped: return kind == Kvc1Kind::mapped;
-    case Accept::foreign: return kind == Kvc1Kind::foreign;
-    case Accept::any: return true;
-  }
-  return false;
+StateKind state_kind_of(Kvc1Kind kind) {
+  return kind == Kvc1Kind::mapped ? StateKind::mapped : kind == Kvc1Kind::foreign ? StateKind::foreign : StateKind::native;
 }
 
 const char* who_reads(Kvc1Kind kind) {
@@ -122,18 +115,19 @@ const char* who_reads(Kvc1Kind kind) {
 
 }  // namespace
 
-StateDir kvc1_to_state(const Kvc1File& f, Accept accept, bool allow_non_finite) {
+VerifiedState kvc1_to_state(const Kvc1File& f, const ReadOptions& options) {
   const std::string& w = f.path();
-  if (!accepts(accept, f.kind()))
+  const Accept accept = options.accept;
+  if (!accepts(accept, state_kind_of(f.kind())))
     fail_field(w, "artifact.kind",
                std::string(accept == Accept::native   ? "native"
                            : accept == Accept::mapped ? "mapped"
                                                       : "foreign") +
                    " (the state this command reads)",
                "\"" + f.artifact_kind() + "\" (" + who_reads(f.kind()) + ")");
-  StateDir s;
+  StateHeader h;
   try {
-    s.header = parse_state_manifest(f.state().dump(), w + " (KVC1 state)");
+    h = parse_state_manifest(f.state().dump(), w + " (KVC1 state)");
   } catch (const Kvc1Error&) {
     throw;
   } catch (const Error& e) {
@@ -142,56 +136,50 @@ StateDir kvc1_to_state(const Kvc1File& f, Accept accept, bool allow_non_finite) 
   const char* want_format = f.kind() == Kvc1Kind::mapped    ? kMappedFormat
                             : f.kind() == Kvc1Kind::foreign ? kForeignFormat
                                                             : kSnapshotFormat;
-  if (std::string(s.header.format()) != want_format)
+  if (std::string(h.format()) != want_format)
     reject(Kvc1Reject::bad_header, w, "state.format",
            std::string(want_format) + " (artifact.kind \"" + f.artifact_kind() + "\")",
-           "\"" + std::string(s.header.format()) + "\"");
-  const SnapshotManifest& m = s.header.manifest;
-  const Geometry& g = m.geometry;
+           "\"" + std::string(h.format()) + "\"");
+  const Geometry& g = h.manifest.geometry;
   EMBER_CHECK(f.layers() == g.layers);  // the container checked the table against the same state
-  s.cache = model::KvCache(g.layers, g.kv_heads, g.head_dim, g.positions);
-  s.cache.n_pos = g.positions;
-  const size_t per_layer = size_t(g.kv_heads) * g.positions * g.head_dim;
+  // The tensors in table order are K0 V0 K1 V1 ...: the keys source walks the even ones, the
+  // values source the odd ones, and read_payloads asks for them in that (file) order.
+  const size_t per_layer = size_t(g.kv_heads) * g.positions * g.head_dim * 2;
+  std::vector<std::pair<const uint8_t*, size_t>> k, v;
   for (int l = 0; l < g.layers; ++l) {
-    std::memcpy(s.cache.k.data() + per_layer * l, f.tensor_data(2 * l), per_layer * 2);
-    std::memcpy(s.cache.v.data() + per_layer * l, f.tensor_data(2 * l + 1), per_layer * 2);
+    k.emplace_back(f.tensor_data(2 * l), per_layer);
+    v.emplace_back(f.tensor_data(2 * l + 1), per_layer);
   }
-  // The state hashes over the payload serializer's bytes (K, V tensors in layer order), then
-  // finiteness: the checks read_state_dir makes on keys.f16le / values.f16le.
-  for (Payload p : {Payload::keys, Payload::values}) {
-    const bool k = p == Payload::keys;
-    PayloadCheck chk(g);
-    write_payload(s.cache, p, chk);
-    const std::string got = chk.sha256(), field = std::string("state.") + (k ? "keys" : "values");
-    const std::string& want = (k ? m.keys : m.values).sha256;
-    if (got != want)
-      reject(Kvc1Reject::state_hash_mismatch, w, field + ".sha256", want, got + (k ? " (K payloads)" : " (V payloads)"));
-    if (!allow_non_finite && !chk.first_non_finite().empty())
-      fail_field(w, std::string(k ? "K" : "V") + " payloads", "finite f16 values (exponent bits not all ones)",
-                 chk.first_non_finite());
+  SpanSource keys(std::move(k), w + " (K payloads)"), values(std::move(v), w + " (V payloads)");
+  std::string text = state_manifest_json(h, w);
+  PayloadReadOptions ro;
+  ro.allow_non_finite = options.allow_non_finite;
+  ro.capacity = options.capacity;
+  ro.keys_where = w;
+  ro.values_where = w;
+  ro.found_label = "(the container's payloads)";
+  ro.keys_field = "state.keys";
+  ro.values_field = "state.values";
+  try {
+    return read_payloads(std::move(h), std::move(text), keys, values, ro);
+  } catch (const Kvc1Error&) {
+    throw;
+  } catch (const Error& e) {
+    // A payload whose bytes are not the sealed ones is the format's state-hash rejection.
+    const std::string what = e.what();
+    if (what.find(".sha256: expected") != std::string::npos)
+      throw Kvc1Error(Kvc1Reject::state_hash_mismatch,
+                      w + ": [" + kvc1_reject_name(Kvc1Reject::state_hash_mismatch) + "] " + what.substr(w.size() + 2));
+    throw;
   }
-  s.manifest_text = state_manifest_json(m, s.header.mapping ? &*s.header.mapping : nullptr, w,
-                                        s.header.foreign ? &*s.header.foreign : nullptr);
-  return s;
 }
 
-StateDir read_kvc1_state(const std::string& path, Accept accept, bool allow_non_finite) {
-  return kvc1_to_state(Kvc1File::open(path), accept, allow_non_finite);
-}
-
-Snapshot kvc1_to_snapshot(const Kvc1File& f, bool allow_non_finite) {
-  StateDir d = kvc1_to_state(f, Accept::native, allow_non_finite);
-  return {std::move(d.header.manifest), std::move(d.cache)};
-}
-
-Snapshot read_kvc1_snapshot(const std::string& path, bool allow_non_finite) {
-  return kvc1_to_snapshot(Kvc1File::open(path), allow_non_finite);
+VerifiedState read_kvc1_state(const std::string& path, const ReadOptions& options) {
+  return kvc1_to_state(Kvc1File::open(path), options);
 }
 
 void unpack_kvc1(const std::string& path, const std::string& dir, bool force) {
-  const StateDir d = read_kvc1_state(path, Accept::any);
-  write_state_dir(d.header.manifest, d.header.mapping ? &*d.header.mapping : nullptr, d.cache, dir, force,
-                  d.header.foreign ? &*d.header.foreign : nullptr);
+  write_state_dir(read_kvc1_state(path, {Accept::any, false}), dir, force);
 }
 
 }  // namespace ember::kv

@@ -7,7 +7,7 @@
 
 namespace ember::kv {
 
-ForeignState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engine,
+VerifiedState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engine,
                              const std::string& tokenizer_identity,
                              const LlamaCppImportOptions& options, const std::string& where) {
   const model::ModelConfig& cfg = engine.config();
@@ -17,18 +17,19 @@ ForeignState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engi
   LlamaCppState st = parse_llamacpp_state(bytes, t, where);
   const int P = st.cache.n_pos;
 
-  ForeignState s;
-  s.foreign.engine = kForeignEngineLlamaCpp;
-  s.foreign.format = "ggsq";
-  s.foreign.format_version = int(kGgsqVersion);
-  s.foreign.cache_type_k = ggml_kv_type_name(st.type_k);
-  s.foreign.cache_type_v = ggml_kv_type_name(st.type_v);
-  s.foreign.v_layout = st.v_trans ? "transposed" : "rows";
-  s.foreign.k_rotation = st.rot_k ? "hadamard-" + std::to_string(st.rot_k) : "none";
-  s.foreign.v_rotation = st.rot_v ? "hadamard-" + std::to_string(st.rot_v) : "none";
-  s.foreign.conversion = st.exact() ? "exact" : "rounded-to-f16";
-  s.foreign.source_sha256 = sha256_hex(bytes.data(), bytes.size());
-  s.foreign.source_bytes = bytes.size();
+  KvState s;
+  ForeignProvenance f;
+  f.engine = kForeignEngineLlamaCpp;
+  f.format = "ggsq";
+  f.format_version = int(kGgsqVersion);
+  f.cache_type_k = ggml_kv_type_name(st.type_k);
+  f.cache_type_v = ggml_kv_type_name(st.type_v);
+  f.details = {{"v_layout", st.v_trans ? "transposed" : "rows"},
+               {"k_rotation", st.rot_k ? "hadamard-" + std::to_string(st.rot_k) : "none"},
+               {"v_rotation", st.rot_v ? "hadamard-" + std::to_string(st.rot_v) : "none"}};
+  f.conversion = st.exact() ? "exact" : "rounded-to-f16";
+  f.source_sha256 = sha256_hex(bytes.data(), bytes.size());
+  f.source_bytes = bytes.size();
 
   s.manifest = describe_target(engine, tokenizer_identity);
   s.manifest.producer = options.producer;
@@ -37,8 +38,8 @@ ForeignState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engi
   const size_t w = fp.find("weights=");
   const std::string weights = w == std::string::npos ? "" : fp.substr(w, fp.find(';', w) - w) + ";";
   s.manifest.numerics.engine_fingerprint =
-      "llama.cpp;ggsq-v3;" + weights + "k=" + s.foreign.cache_type_k +
-      ";v=" + s.foreign.cache_type_v + ";v_layout=" + s.foreign.v_layout;
+      "llama.cpp;ggsq-v3;" + weights + "k=" + f.cache_type_k + ";v=" + f.cache_type_v +
+      ";v_layout=" + f.detail("v_layout");
   s.manifest.prefix.tokens = st.tokens;
 
   int32_t resume = 0;
@@ -47,7 +48,7 @@ ForeignState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engi
     if (resume < 0 || resume >= cfg.n_vocab)
       fail_field(where, "resume token", "an id in [0, " + std::to_string(cfg.n_vocab) + ")",
                  std::to_string(resume));
-    s.foreign.resume_source = "argument";
+    f.resume_source = "argument";
   } else {
     // The llama.cpp cache of [0, P-1), then ember evaluates the last prompt token over it.
     model::KvCache work = engine.new_cache(P);
@@ -56,32 +57,20 @@ ForeignState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engi
     const int32_t last = st.tokens.back();
     const std::vector<float> logits = engine.forward(work, std::span<const int32_t>(&last, 1));
     resume = model::argmax(logits.data(), cfg.n_vocab);
-    s.foreign.resume_source = "ember-last-prompt-token";
+    f.resume_source = "ember-last-prompt-token";
   }
   s.manifest.resume.token = resume;
   s.manifest.resume.position = P;
   s.manifest.past_context = false;
   s.cache = std::move(st.cache);
-  seal_manifest(s.manifest, s.cache, where);
-  s.manifest.seal = state_seal(s.manifest, nullptr, &s.foreign);
-  return s;
+  s.provenance = std::move(f);
+  return seal(std::move(s), where);
 }
 
-void write_foreign_state(const ForeignState& s, const std::string& dir, bool force) {
-  write_state_dir(s.manifest, nullptr, s.cache, dir, force, &s.foreign);
-}
-
-ForeignState read_foreign_state(const std::string& dir) {
-  StateDir d = read_state_dir(dir, {Accept::foreign, false});
-  return {std::move(d.header.manifest), std::move(*d.header.foreign), std::move(d.cache)};
-}
-
-std::vector<uint8_t> export_llamacpp(const SnapshotManifest& m, const model::KvCache& cache,
-                                     bool v_trans) {
-  check_cache_payloads(m, cache, "export-llamacpp");
+std::vector<uint8_t> export_llamacpp(const VerifiedState& s, bool v_trans) {
   std::vector<uint8_t> out;
   BufferSink sink(out);
-  write_llamacpp_state(cache, m.prefix.tokens, v_trans, sink);
+  write_llamacpp_state(s.cache(), s.manifest().prefix.tokens, v_trans, sink);
   return out;
 }
 

@@ -10,18 +10,12 @@
 #include <string>
 
 #include "kv/llamacpp_state.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "model/engine.h"
 
 namespace ember::kv {
 
 inline constexpr const char* kForeignEngineLlamaCpp = "llama.cpp";
-
-struct ForeignState {
-  SnapshotManifest manifest;  // the target's coordinates; numerics.contract kForeignContract
-  ForeignProvenance foreign;
-  model::KvCache cache;  // capacity == n_pos == P
-};
 
 struct LlamaCppImportOptions {
   // The token at position P (the state file does not hold it). Unset: ember's argmax of the
@@ -36,18 +30,13 @@ struct LlamaCppImportOptions {
 // Parses `bytes` (the file named `where`) against the engine's model, and builds the sealed
 // foreign state: the engine's target coordinates (describe_target) with the file's tokens,
 // numerics {kForeignContract, "llama.cpp;ggsq-v3;weights=...;k=...;v=...;v_layout=..."},
-// and the provenance (cache types, V layout, conversion, source SHA-256 and size).
-ForeignState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engine,
+// and the provenance (cache types, conversion, source SHA-256 and size; details: V layout and
+// rotations). Write it with write_state_dir; read it back with open_state(DIR, {Accept::foreign}).
+VerifiedState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engine,
                              const std::string& tokenizer_identity,
                              const LlamaCppImportOptions& options, const std::string& where);
 
-// write_state_dir with the foreign provenance (atomic; refuses an existing DIR unless force).
-void write_foreign_state(const ForeignState& s, const std::string& dir, bool force);
-// read_state_dir(dir, {Accept::foreign}): every check of the reader; other kinds refused by name.
-ForeignState read_foreign_state(const std::string& dir);
-
-// The `ggsq` bytes of a state's f16 cache (write_llamacpp_state) for its prefix tokens.
-std::vector<uint8_t> export_llamacpp(const SnapshotManifest& m, const model::KvCache& cache,
-                                     bool v_trans);
+// The `ggsq` bytes of a verified state's f16 cache (write_llamacpp_state) for its prefix tokens.
+std::vector<uint8_t> export_llamacpp(const VerifiedState& s, bool v_trans);
 
 }  // namespace ember::kv

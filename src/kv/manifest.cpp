@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "kv/seal.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "kv/strict_json.h"
 #include "util/error.h"
 #include "util/sha256.h"
@@ -30,8 +30,8 @@ void require_hex64(const std::string& where, const std::string& field, const std
   if (!is_hex64(v)) fail_field(where, field, "64 lowercase hex digits (SHA-256)", quote(v));
 }
 
-void require_one_of(const std::string& where, const std::string& field, const std::string& v,
-                    std::initializer_list<const char*> allowed) {
+template <typename List>
+void require_one_of(const std::string& where, const std::string& field, const std::string& v, const List& allowed) {
   std::string list;
   for (const char* a : allowed) {
     if (v == a) return;
@@ -49,6 +49,42 @@ void require_range(const std::string& where, const std::string& field, int64_t v
 
 // The canonical text of an f32 field (the same digits to_json() writes).
 std::string f32_text(float f) { return ordered_json(double(f)).dump(); }
+
+void require_one_of(const std::string& where, const std::string& field, const std::string& v,
+                    std::initializer_list<const char*> allowed) {
+  require_one_of<std::initializer_list<const char*>>(where, field, v, allowed);
+}
+
+// The foreign sources ember imports, one row each: what a "foreign" object may say for that
+// format (engine, version, cache types) and the members of its "details", in order.
+struct ForeignSource {
+  const char* format;
+  const char* engine;  // nullptr: any engine name (a safetensors layout is written by several)
+  int version;
+  std::vector<const char*> cache_types;
+  std::vector<const char*> detail_keys;
+};
+
+const std::vector<ForeignSource>& foreign_sources() {
+  static const std::vector<ForeignSource> rows = {
+      {"ggsq", "llama.cpp", 3, {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"},
+       {"v_layout", "k_rotation", "v_rotation"}},
+      {"safetensors-mlx", nullptr, 1, {"f32", "f16", "bf16"}, {"layout"}},
+      {"safetensors-vllm", nullptr, 1, {"f32", "f16", "bf16"}, {"layout"}},
+  };
+  return rows;
+}
+
+const ForeignSource* foreign_source(const std::string& format) {
+  for (const ForeignSource& r : foreign_sources())
+    if (format == r.format) return &r;
+  return nullptr;
+}
+
+std::vector<const char*> foreign_detail_keys(const std::string& format) {
+  const ForeignSource* r = foreign_source(format);
+  return r ? r->detail_keys : std::vector<const char*>{};
+}
 
 }  // namespace
 
@@ -69,7 +105,7 @@ uint64_t SnapshotManifest::payload_bytes() const {
          uint64_t(std::max(geometry.positions, 0)) * uint64_t(std::max(geometry.head_dim, 0));
 }
 
-std::string SnapshotManifest::to_json() const { return state_manifest_json(*this, nullptr, "manifest"); }
+std::string SnapshotManifest::to_json() const { return state_manifest_json(StateHeader{*this, {}}, "manifest"); }
 
 ordered_json SnapshotManifest::to_object() const {
   ordered_json j;
@@ -258,7 +294,8 @@ MappedProvenance read_provenance(StrictObject o) {
   return p;
 }
 
-// The "foreign" object, strictly; ForeignProvenance::validate() checks the values.
+// The "foreign" object, strictly; ForeignProvenance::validate() checks the values (and that
+// "details" holds exactly the members its format's row names).
 ForeignProvenance read_foreign(StrictObject o) {
   ForeignProvenance p;
   p.engine = o.string("engine", 32);
@@ -266,18 +303,28 @@ ForeignProvenance read_foreign(StrictObject o) {
   p.format_version = int(o.integer("format_version", 0, INT32_MAX));
   p.cache_type_k = o.string("cache_type_k", 16);
   p.cache_type_v = o.string("cache_type_v", 16);
-  p.v_layout = o.string("v_layout", 16);
-  p.k_rotation = o.string("k_rotation", 32);
-  p.v_rotation = o.string("v_rotation", 32);
   p.conversion = o.string("conversion", 32);
   p.resume_source = o.string("resume_source", 32);
   p.source_sha256 = o.string("source_sha256", 128);
   p.source_bytes = o.unsigned_integer("source_bytes", UINT64_MAX);
+  StrictObject d = o.object("details");
+  for (const char* key : foreign_detail_keys(p.format)) p.details.emplace_back(key, d.string(key, 32));
+  d.done();  // a member the format's row does not name is refused here
   o.done();
   return p;
 }
 
 // Only a foreign manifest may name the foreign contract, and it must.
+void check_contract_kind(const SnapshotManifest& m, bool foreign, const std::string& where);
+
+// Every rule of a state's document: the manifest's, its provenance's, and the contract's kind.
+void validate_state(const StateHeader& h, const std::string& where) {
+  h.manifest.validate(where);
+  if (const MappedProvenance* m = h.mapping()) m->validate(h.manifest, where);
+  if (const ForeignProvenance* f = h.foreign()) f->validate(where);
+  check_contract_kind(h.manifest, h.is_foreign(), where);
+}
+
 void check_contract_kind(const SnapshotManifest& m, bool foreign, const std::string& where) {
   if (foreign && m.numerics.contract != kForeignContract)
     fail_field(where, "numerics.contract", std::string(kForeignContract) + " (a foreign cache)",
@@ -290,12 +337,12 @@ void check_contract_kind(const SnapshotManifest& m, bool foreign, const std::str
 }  // namespace
 
 SnapshotManifest SnapshotManifest::from_json(const std::string& text, const std::string& where) {
-  const StateManifest s = parse_state_manifest(text, where);
+  const StateHeader s = parse_state_manifest(text, where);
   require_kind(s, Accept::native, where);
   return s.manifest;
 }
 
-StateManifest parse_state_manifest(const std::string& text, const std::string& where) {
+StateHeader parse_state_manifest(const std::string& text, const std::string& where) {
   if (text.size() > kMaxManifestBytes)
     fail_field(where, "size", "at most " + std::to_string(kMaxManifestBytes) + " bytes",
                std::to_string(text.size()) + " bytes");
@@ -308,20 +355,17 @@ StateManifest parse_state_manifest(const std::string& text, const std::string& w
   if (format != kSnapshotFormat && format != kMappedFormat && format != kForeignFormat)
     fail_field(where, "format",
                std::string(kSnapshotFormat) + " (or " + kMappedFormat + ", " + kForeignFormat + ")", quote(format));
-  StateManifest s;
+  StateHeader s;
   s.manifest = read_fields(doc, top, where);
-  if (format == kMappedFormat) s.mapping = read_provenance(top.object("mapping"));
-  if (format == kForeignFormat) s.foreign = read_foreign(top.object("foreign"));
+  if (format == kMappedFormat) s.provenance = read_provenance(top.object("mapping"));
+  if (format == kForeignFormat) s.provenance = read_foreign(top.object("foreign"));
   const std::string seal = top.string(kSealKey, 128);
   if (doc.contains(kSignatureKey)) {
     top.object(kSignatureKey);  // marks it read, and refuses a non-object by name
     s.manifest.signature = signature_from_json(doc[kSignatureKey], where);
   }
   top.done();  // a native manifest with a "mapping" key is refused here
-  s.manifest.validate(where);
-  if (s.mapping) s.mapping->validate(s.manifest, where);
-  if (s.foreign) s.foreign->validate(where);
-  check_contract_kind(s.manifest, s.is_foreign(), where);
+  validate_state(s, where);
   // Last, so that an edit breaking a rule is named by that rule: any other edit (a resume
   // token, payload entries swapped with their hashes, a mapped cache relabelled native) still
   // changes the document the seal was computed over.
@@ -335,12 +379,26 @@ StateManifest parse_state_manifest(const std::string& text, const std::string& w
   return s;
 }
 
-void require_kind(const StateManifest& s, Accept accept, const std::string& where) {
+const char* StateHeader::format() const {
+  return mapped() ? kMappedFormat : is_foreign() ? kForeignFormat : kSnapshotFormat;
+}
+
+bool accepts(Accept accept, StateKind kind) {
+  switch (accept) {
+    case Accept::native: return kind == StateKind::native;
+    case Accept::mapped: return kind == StateKind::mapped;
+    case Accept::foreign: return kind == StateKind::foreign;
+    case Accept::any: return true;
+  }
+  return false;
+}
+
+void require_kind(const StateHeader& s, Accept accept, const std::string& where) {
   if (s.is_foreign() && accept != Accept::foreign && accept != Accept::any)
     fail_field(where, "format",
                std::string(accept == Accept::mapped ? kMappedFormat : kSnapshotFormat) +
                    (accept == Accept::mapped ? " (a mapped cache)" : " (a native snapshot)"),
-               quote(kForeignFormat) + " (a foreign cache, engine " + s.foreign->engine +
+               quote(kForeignFormat) + " (a foreign cache, engine " + s.foreign()->engine +
                    ": its numerics are not ember's; kv compare reads it, kv verify and kv replay only with --allow-foreign)");
   if (accept == Accept::foreign && !s.is_foreign())
     fail_field(where, "format", std::string(kForeignFormat) + " (a foreign cache)", quote(s.format()));
@@ -354,82 +412,78 @@ void require_kind(const StateManifest& s, Accept accept, const std::string& wher
 
 namespace {
 
-// The document of either kind without seal and signature: what the seal is computed over.
-ordered_json state_object(const SnapshotManifest& m, const MappedProvenance* mapping,
-                          const ForeignProvenance* foreign) {
-  EMBER_CHECK(!(mapping && foreign));
-  ordered_json j = m.to_object();
-  if (mapping) {
+// The document of any kind without seal and signature: what the seal is computed over.
+ordered_json state_object(const StateHeader& h) {
+  ordered_json j = h.manifest.to_object();
+  if (const MappedProvenance* m = h.mapping()) {
     j["format"] = kMappedFormat;
-    j["mapping"] = mapping->to_json();
+    j["mapping"] = m->to_json();
   }
-  if (foreign) {
+  if (const ForeignProvenance* f = h.foreign()) {
     j["format"] = kForeignFormat;
-    j["foreign"] = foreign->to_json();
+    j["foreign"] = f->to_json();
   }
   return j;
 }
 
 }  // namespace
 
-std::string state_manifest_json(const SnapshotManifest& m, const MappedProvenance* mapping,
-                                const std::string& where, const ForeignProvenance* foreign) {
-  m.validate(where);
-  if (mapping) mapping->validate(m, where);
-  if (foreign) foreign->validate(where);
-  check_contract_kind(m, foreign != nullptr, where);
-  ordered_json j = state_object(m, mapping, foreign);
+std::string state_manifest_json(const StateHeader& h, const std::string& where) {
+  validate_state(h, where);
+  ordered_json j = state_object(h);
   const std::string seal = manifest_seal(nlohmann::json(j));
   j[kSealKey] = seal;
-  if (m.signature) {
+  if (h.manifest.signature) {
     // A signature made before the manifest changed would be refused by every reader; refuse
     // it here, before anything is written.
-    if (!ed25519_verify(*m.signature, seal_signing_message(seal)))
+    if (!ed25519_verify(*h.manifest.signature, seal_signing_message(seal)))
       fail_field(where, "signature", "a signature of this manifest's seal " + seal, "a signature of another manifest");
-    j[kSignatureKey] = signature_to_json(*m.signature);
+    j[kSignatureKey] = signature_to_json(*h.manifest.signature);
   }
   return pretty_json(j);
 }
 
-std::string state_seal(const SnapshotManifest& m, const MappedProvenance* mapping,
-                       const ForeignProvenance* foreign) {
-  return manifest_seal(nlohmann::json(state_object(m, mapping, foreign)));
-}
+std::string state_seal(const StateHeader& h) { return manifest_seal(nlohmann::json(state_object(h))); }
 
-void sign_manifest(SnapshotManifest& m, const MappedProvenance* mapping, const std::string& private_key_pem,
-                   const ForeignProvenance* foreign) {
-  m.signature = ed25519_sign(private_key_pem, seal_signing_message(state_seal(m, mapping, foreign)));
-  m.seal = state_seal(m, mapping, foreign);
+void sign_manifest(StateHeader& h, const std::string& private_key_pem) {
+  h.manifest.signature = ed25519_sign(private_key_pem, seal_signing_message(state_seal(h)));
+  h.manifest.seal = state_seal(h);
 }
 
 ordered_json ForeignProvenance::to_json() const {
+  ordered_json d = ordered_json::object();
+  for (const auto& [k, v] : details) d[k] = v;
   return {{"engine", engine},
           {"format", format},
           {"format_version", format_version},
           {"cache_type_k", cache_type_k},
           {"cache_type_v", cache_type_v},
-          {"v_layout", v_layout},
-          {"k_rotation", k_rotation},
-          {"v_rotation", v_rotation},
           {"conversion", conversion},
           {"resume_source", resume_source},
           {"source_sha256", source_sha256},
-          {"source_bytes", source_bytes}};
+          {"source_bytes", source_bytes},
+          {"details", d}};
+}
+
+std::string ForeignProvenance::detail(const std::string& key) const {
+  for (const auto& [k, v] : details)
+    if (k == key) return v;
+  return "";
 }
 
 void ForeignProvenance::validate(const std::string& where) const {
-  require_one_of(where, "foreign.engine", engine, {"llama.cpp"});
-  require_one_of(where, "foreign.format", format, {"ggsq"});
-  require_range(where, "foreign.format_version", format_version, 3, 3);
+  const ForeignSource* src = foreign_source(format);
+  if (!src) fail_field(where, "foreign.format", "ggsq | safetensors-mlx | safetensors-vllm", quote(format));
+  if (engine.empty() || engine.size() > 32 ||
+      engine.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-") != std::string::npos)
+    fail_field(where, "foreign.engine", "an engine name ([a-z0-9._-]{1,32}: llama.cpp, mlx, vllm, torch, ...)",
+               quote(engine));
+  if (src->engine && engine != src->engine)
+    fail_field(where, "foreign.engine", std::string(src->engine) + " (format " + format + ")", quote(engine));
+  require_range(where, "foreign.format_version", format_version, src->version, src->version);
   for (const auto& [field, v] : {std::pair<const char*, const std::string*>{"foreign.cache_type_k", &cache_type_k},
                                  {"foreign.cache_type_v", &cache_type_v}})
-    require_one_of(where, field, *v, {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl"});
-  require_one_of(where, "foreign.v_layout", v_layout, {"transposed", "rows"});
-  for (const auto& [field, v] : {std::pair<const char*, const std::string*>{"foreign.k_rotation", &k_rotation},
-                                 {"foreign.v_rotation", &v_rotation}})
-    require_one_of(where, field, *v,
-                   {"none", "hadamard-64", "hadamard-128", "hadamard-256", "hadamard-512", "hadamard-1024",
-                    "hadamard-2048", "hadamard-4096"});
+    require_one_of(where, field, *v, src->cache_types);
   require_one_of(where, "foreign.conversion", conversion, {"exact", "rounded-to-f16"});
   if ((cache_type_k == "f16" && cache_type_v == "f16") != (conversion == "exact"))
     fail_field(where, "foreign.conversion",
@@ -439,6 +493,22 @@ void ForeignProvenance::validate(const std::string& where) const {
   require_one_of(where, "foreign.resume_source", resume_source, {"argument", "ember-last-prompt-token"});
   require_hex64(where, "foreign.source_sha256", source_sha256);
   if (source_bytes == 0) fail_field(where, "foreign.source_bytes", "> 0", "0");
+  const std::vector<const char*> keys = foreign_detail_keys(format);
+  if (details.size() != keys.size())
+    fail_field(where, "foreign.details", std::to_string(keys.size()) + " members (format " + format + ")",
+               std::to_string(details.size()));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string field = std::string("foreign.details.") + keys[i];
+    if (details[i].first != keys[i]) fail_field(where, "foreign.details", field, quote(details[i].first));
+    const std::string& v = details[i].second;
+    if (details[i].first == "v_layout") require_one_of(where, field, v, {"transposed", "rows"});
+    if (details[i].first == "k_rotation" || details[i].first == "v_rotation")
+      require_one_of(where, field, v,
+                     {"none", "hadamard-64", "hadamard-128", "hadamard-256", "hadamard-512", "hadamard-1024",
+                      "hadamard-2048", "hadamard-4096"});
+    if (details[i].first == "layout" && v != format.substr(format.find('-') + 1))
+      fail_field(where, field, quote(format.substr(format.find('-') + 1)) + " (format " + format + ")", quote(v));
+  }
 }
 
 bool is_relation(const std::string& s) {

@@ -32,8 +32,7 @@ ExportResult export_prefix(model::Engine& engine, const std::string& tokenizer_i
   if (prefix.size() > size_t(kMaxPositions))
     fail_field("export", "prefix", "at most " + std::to_string(kMaxPositions) + " tokens",
                std::to_string(prefix.size()));
-  ExportResult out;
-  Snapshot& s = out.snapshot;
+  KvState s;
   s.manifest = describe_target(engine, tokenizer_identity);
   s.manifest.producer = producer;
   s.manifest.prefix.tokens.assign(prefix.begin(), prefix.end());
@@ -46,23 +45,20 @@ ExportResult export_prefix(model::Engine& engine, const std::string& tokenizer_i
   o.keep_logits = true;
   Continuation c = run_loop(engine, s.cache, prefix, o);
   EMBER_CHECK(c.tokens.size() == 1 && s.cache.n_pos == P);
-  out.boundary_logits = std::move(c.logits);
   s.manifest.resume.token = c.tokens[0];
   s.manifest.resume.position = P;
   // Only an engine with allow_past_context gets here with P > n_ctx; the manifest says so.
   s.manifest.past_context = P > engine.config().n_ctx;
-  seal(s);
-  s.manifest.validate("export");
-  return out;
+  return {seal(std::move(s), "export"), std::move(c.logits)};
 }
 
-Continuation replay(const Snapshot& snapshot, model::Engine& engine,
+Continuation replay(const VerifiedState& snapshot, model::Engine& engine,
                     const std::string& tokenizer_identity, const ContinueOptions& options) {
   if (options.steps < 1) fail_field("replay", "steps", ">= 1", std::to_string(options.steps));
   // Every check passes before anything is decoded. The positions written are P (the resume
   // token) through P + steps - 1: all below the engine's limit (the model's context length
   // unless it allows going past it).
-  const int64_t P = snapshot.manifest.geometry.positions, limit = engine.position_limit();
+  const int64_t P = snapshot.manifest().geometry.positions, limit = engine.position_limit();
   if (P + 1 > limit)
     fail_field(options.where, "geometry.positions",
                "at most " + std::to_string(limit - 1) + " (the target's position limit " +
@@ -77,8 +73,8 @@ Continuation replay(const Snapshot& snapshot, model::Engine& engine,
   // The cache holds P positions and grows as the continuation fills it.
   model::KvCache cache =
       import_for_model(snapshot, engine, tokenizer_identity, 0, options.where, options.allow_foreign);
-  const int32_t resume = snapshot.manifest.resume.token;
-  EMBER_CHECK(cache.n_pos == snapshot.manifest.resume.position);
+  const int32_t resume = snapshot.manifest().resume.token;
+  EMBER_CHECK(cache.n_pos == snapshot.manifest().resume.position);
   return run_loop(engine, cache, std::span<const int32_t>(&resume, 1), options);
 }
 

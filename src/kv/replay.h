@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "model/engine.h"
 
 namespace ember::kv {
 
 struct ExportResult {
-  Snapshot snapshot;                  // sealed, ready for write_snapshot()
+  VerifiedState snapshot;             // sealed, ready for write_state_dir()
   std::vector<float> boundary_logits;  // [n_vocab]: the logits after prefix token P-1
 };
 
@@ -49,7 +49,7 @@ struct ContinueOptions {
 // Strict import (import.h) against `engine`, then: evaluate the resume token at position P,
 // and for each step select greedily from the last logits (step 0 = logits for P+1). The
 // snapshot is not modified.
-Continuation replay(const Snapshot& snapshot, model::Engine& engine,
+Continuation replay(const VerifiedState& snapshot, model::Engine& engine,
                     const std::string& tokenizer_identity, const ContinueOptions& options);
 
 // Uninterrupted greedy generation from `prompt` (the control condition): step 0's logits are

@@ -1,5 +1,6 @@
 #include "kv/safetensors_cache.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -110,6 +111,9 @@ ForeignCache read_mlx(const std::string& path, const Geometry& g, bool permute) 
       fail_field(path, "__metadata__.2." + std::to_string(l), "\"KVCache\" (a plain mlx-lm cache)", it->second);
   }
   ForeignCache out;
+  out.layout = SafetensorsLayout::mlx;
+  out.source_sha256 = sha256_hex(f.file_bytes().data(), f.file_bytes().size());
+  out.source_bytes = f.file_bytes().size();
   uint64_t P = 0;
   for (int l = 0; l < g.layers; ++l)
     for (int kv = 0; kv < 2; ++kv) {
@@ -153,12 +157,16 @@ ForeignCache read_vllm(const std::string& dir, const Geometry& g, bool permute) 
                  "an unexpected entry");
   }
   ForeignCache out;
+  out.layout = SafetensorsLayout::vllm;
+  Sha256 source;  // the per-layer files, in layer order
   uint64_t P = 0;
   const uint64_t width = uint64_t(g.kv_heads) * uint64_t(g.head_dim);
   for (int l = 0; l < g.layers; ++l) {
     const std::string path = dir + "/" + vllm_file(l);
     if (!fs::exists(fs::symlink_status(path, ec))) fail_field(dir, "entry \"" + vllm_file(l) + "\"", "present", "none");
     const st::File f = st::File::open(path);
+    source.update(f.file_bytes().data(), f.file_bytes().size());
+    out.source_bytes += f.file_bytes().size();
     const st::Header& h = f.header();
     if (h.tensors.size() != 1 || h.tensors[0].name != "kv_cache")
       fail_field(path, "tensors", "exactly one, \"kv_cache\"",
@@ -183,6 +191,7 @@ ForeignCache read_vllm(const std::string& dir, const Geometry& g, bool permute) 
     fill(out.cache, l, true, {data, d, size_t(g.head_dim), size_t(width)}, permute, path, "kv_cache[0]");
     fill(out.cache, l, false, {data + half, d, size_t(g.head_dim), size_t(width)}, permute, path, "kv_cache[1]");
   }
+  out.source_sha256 = to_hex(source.finish());
   return out;
 }
 
@@ -274,8 +283,7 @@ ForeignImport import_foreign(model::Engine& engine, const std::string& tokenizer
   if (P + 1 > engine.position_limit())
     fail_field(where, "positions", "at most " + std::to_string(engine.position_limit() - 1) + " (the model's limit less the resume token)",
                std::to_string(P));
-  ForeignImport out;
-  Snapshot& s = out.snapshot;
+  KvState s;
   s.manifest = describe_target(engine, tokenizer_identity);
   s.manifest.producer = options.producer;
   const Geometry& g = s.manifest.geometry;
@@ -285,7 +293,7 @@ ForeignImport import_foreign(model::Engine& engine, const std::string& tokenizer
   // The check: re-evaluate the last prefix token over the imported rows [0, P-1).
   model::KvCache probe = c.copy();
   probe.n_pos = P - 1;
-  out.boundary_logits = engine.forward(probe, prefix.subspan(size_t(P - 1), 1));
+  std::vector<float> boundary = engine.forward(probe, prefix.subspan(size_t(P - 1), 1));
   double dk = 0, mk = 0, dv = 0, mv = 0;
   for (int l = 0; l < c.n_layers; ++l)
     for (int h = 0; h < c.n_kv_heads; ++h)
@@ -297,9 +305,8 @@ ForeignImport import_foreign(model::Engine& engine, const std::string& tokenizer
         dv = std::max(dv, double(std::fabs(va - vb)));
         mv = std::max(mv, double(std::fabs(vb)));
       }
-  out.key_row_diff = mk > 0 ? dk / mk : dk;
-  out.value_row_diff = mv > 0 ? dv / mv : dv;
-  for (const auto& [what, d] : {std::pair{"keys", out.key_row_diff}, std::pair{"values", out.value_row_diff}})
+  const double key_row_diff = mk > 0 ? dk / mk : dk, value_row_diff = mv > 0 ? dv / mv : dv;
+  for (const auto& [what, d] : {std::pair{"keys", key_row_diff}, std::pair{"values", value_row_diff}})
     if (!(d <= options.max_row_diff))
       fail_field(where, std::string(what) + " at position " + std::to_string(P - 1),
                  "within " + std::to_string(options.max_row_diff) +
@@ -307,15 +314,30 @@ ForeignImport import_foreign(model::Engine& engine, const std::string& tokenizer
                  std::to_string(d) + ": the file is not this model's cache of this prefix (or its key order or positions differ)");
   // Greedy argmax, ties to the lowest id, as export_prefix selects.
   int32_t resume = 0;
-  for (size_t i = 1; i < out.boundary_logits.size(); ++i)
-    if (out.boundary_logits[i] > out.boundary_logits[size_t(resume)]) resume = int32_t(i);
+  for (size_t i = 1; i < boundary.size(); ++i)
+    if (boundary[i] > boundary[size_t(resume)]) resume = int32_t(i);
   s.manifest.resume.token = resume;
   s.manifest.resume.position = P;
   s.manifest.past_context = P > engine.config().n_ctx;
+  // Another runtime computed these rows: a foreign state, whatever wrote the file.
+  const bool mlx = foreign.layout == SafetensorsLayout::mlx;
+  ForeignProvenance f;
+  f.engine = !options.engine.empty() ? options.engine : mlx ? "mlx" : "vllm";
+  f.format = mlx ? "safetensors-mlx" : "safetensors-vllm";
+  f.format_version = 1;
+  std::string dtype = foreign.source_dtype;
+  for (char& ch : dtype) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  f.cache_type_k = f.cache_type_v = dtype;
+  f.conversion = dtype == "f16" ? "exact" : "rounded-to-f16";
+  f.resume_source = "ember-last-prompt-token";
+  f.source_sha256 = foreign.source_sha256;
+  f.source_bytes = foreign.source_bytes;
+  f.details = {{"layout", mlx ? "mlx" : "vllm"}};
+  s.manifest.numerics.contract = kForeignContract;
+  s.manifest.numerics.engine_fingerprint = f.engine + ";" + f.format + ";k=" + dtype + ";v=" + dtype;
+  s.provenance = std::move(f);
   s.cache = std::move(c);
-  seal(s);
-  s.manifest.validate(where);
-  return out;
+  return {seal(std::move(s), where), key_row_diff, value_row_diff, std::move(boundary)};
 }
 
 }  // namespace ember::kv

@@ -22,7 +22,7 @@
 #include <span>
 #include <string>
 
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "model/engine.h"
 #include "model/kv_cache.h"
 #include "util/safetensors.h"
@@ -36,6 +36,9 @@ SafetensorsLayout parse_safetensors_layout(const std::string& s);  // "mlx" | "v
 struct ForeignCache {
   model::KvCache cache;       // f16, ember's key order, capacity == n_pos == positions
   std::string source_dtype;   // "F16" | "BF16" | "F32"
+  SafetensorsLayout layout = SafetensorsLayout::mlx;
+  std::string source_sha256;  // of the file (vllm: of its per-layer files, in layer order)
+  uint64_t source_bytes = 0;
 };
 
 // Reads `path` (a file for mlx, a directory for vllm) against the model's geometry
@@ -59,10 +62,13 @@ namespace ember::kv {
 struct ForeignImportOptions {
   double max_row_diff = 0.05;    // bound on the last row's relative difference (below)
   std::string producer;          // manifest.producer
+  // What computed the K/V (foreign.engine): "" names the layout's runtime ("mlx", "vllm");
+  // a cache torch wrote in one of these layouts says "torch".
+  std::string engine;
 };
 
 struct ForeignImport {
-  Snapshot snapshot;             // sealed, ready for write_state_dir
+  VerifiedState snapshot;        // sealed foreign state (ember.kv-foreign), ready for write_state_dir
   // The last prefix token re-evaluated by `engine` over the imported rows [0, P-1): the
   // recomputed K/V row P-1 against the imported one, max |diff| / max |recomputed| over
   // every layer and head, for K and V. A wrong model, prefix, RoPE layout or position moves
@@ -71,9 +77,10 @@ struct ForeignImport {
   std::vector<float> boundary_logits;  // [n_vocab] from that evaluation
 };
 
-// A snapshot of `engine`'s model from a foreign cache: the prefix must have exactly the
-// file's positions; the manifest is the engine's target description (describe_target), so
-// the result imports strictly into this model only. The imported rows are kept as they were
+// A foreign state (ember.kv-foreign) for `engine`'s model from another runtime's cache: the
+// prefix must have exactly the file's positions; the manifest is the engine's target
+// description (describe_target) with numerics.contract "foreign", so like every foreign cache
+// it is refused by `kv replay` without --allow-foreign and labelled cross-engine by `kv compare`. The imported rows are kept as they were
 // (the recomputed row is only the check). The resume token is the greedy argmax of the
 // boundary logits of that evaluation (ties: lowest id), as `kv export` selects it.
 ForeignImport import_foreign(model::Engine& engine, const std::string& tokenizer_identity,

@@ -211,76 +211,46 @@ struct MappedProvenance {
 };
 
 // ---- The foreign extension (ember.kv-foreign.v1) ------------------------------------------
-// A cache another engine computed (today: llama.cpp's `ggsq` sequence state, kv/llamacpp_state.h),
-// imported for the same GGUF: the same three files with "format": "ember.kv-foreign" and one
-// more top-level object, "foreign" (last). Its numerics are not ember's: numerics.contract is
-// kForeignContract, so no strict import (kv/import.h) ever matches it, `kv replay` refuses it
-// unless --allow-foreign, and `kv compare` says which side is foreign (docs/compare.md).
+// A cache another engine computed, imported for the same model: the same three files with
+// "format": "ember.kv-foreign" and one more top-level object, "foreign" (last). Today's sources:
+// llama.cpp's `ggsq` sequence state (kv/llamacpp_state.h) and the safetensors layouts of mlx-lm
+// and vLLM, which torch-made caches share (kv/safetensors_cache.h). Its numerics are not
+// ember's: numerics.contract is kForeignContract, so no strict import (kv/import.h) ever
+// matches it, `kv replay` refuses it unless --allow-foreign, and `kv compare` labels the pair
+// cross-engine (docs/compare.md).
 inline constexpr const char* kForeignFormat = "ember.kv-foreign";
 inline constexpr const char* kForeignContract = "foreign";
 
+// What every foreign cache records, whatever computed it, plus an engine-specific `details`
+// object whose members the row of its source format fixes (manifest.cpp: kForeignSources):
+//   ggsq (llama.cpp)         {"v_layout", "k_rotation", "v_rotation"}
+//   safetensors-mlx / -vllm  {"layout"}
 struct ForeignProvenance {
-  std::string engine;          // "llama.cpp"
-  std::string format;          // "ggsq" (llama_state_seq_save_file)
-  int format_version = 0;      // 3
-  std::string cache_type_k;    // ggml name: f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|q5_1|iq4_nl
+  std::string engine;          // what computed the K/V: "llama.cpp", "mlx", "vllm", "torch", ...
+  std::string format;          // the source file format: "ggsq" | "safetensors-mlx" | "safetensors-vllm"
+  int format_version = 0;      // ggsq: 3; safetensors: 1
+  // The element types the source held: ggml names for ggsq (f32|f16|bf16|q8_0|q4_0|q4_1|q5_0|
+  // q5_1|iq4_nl), f32|f16|bf16 for safetensors.
+  std::string cache_type_k;
   std::string cache_type_v;
-  std::string v_layout;        // transposed (llama.cpp without flash attention) | rows
-  // none | hadamard-N: llama.cpp stored quantized K (V) rotated by an orthonormal Walsh-
-  // Hadamard matrix per N elements of each head; the import undid it (kv/llamacpp_state.h)
-  std::string k_rotation = "none";
-  std::string v_rotation = "none";
-  // exact: f16 bits as the file held them; rounded-to-f16: ggml's dequantization to f32, then
-  // f32 -> f16 round-to-nearest-even (ember caches hold f16)
+  // exact: f16 bits as the source held them; rounded-to-f16: decoded to f32, then f32 -> f16
+  // round-to-nearest-even (ember caches hold f16)
   std::string conversion;
   // argument (--resume-token) | ember-last-prompt-token (argmax of ember's logits for the
   // last prompt token evaluated over the imported cache of the positions before it)
   std::string resume_source;
-  std::string source_sha256;   // hex SHA-256 of the imported file's bytes
+  std::string source_sha256;   // hex SHA-256 of the imported bytes (a vLLM directory: its files in layer order)
   uint64_t source_bytes = 0;
+  // Engine-specific, ordered as its format's row lists them. For ggsq: v_layout transposed
+  // (llama.cpp without flash attention) | rows; k_rotation / v_rotation none | hadamard-N (llama.cpp
+  // stored quantized K (V) rotated by an orthonormal Walsh-Hadamard matrix per N elements of each
+  // head; the import undid it). For safetensors: layout mlx | vllm.
+  std::vector<std::pair<std::string, std::string>> details;
+  std::string detail(const std::string& key) const;  // "" when absent
 
   nlohmann::ordered_json to_json() const;  // fixed key order (the order above)
   void validate(const std::string& where) const;
 };
-
-// What a manifest.json holds, for any kind. `manifest.format` is kSnapshotFormat in memory
-// for all (the kind is `mapping`'s or `foreign`'s presence), so every native rule and
-// target_fields() apply unchanged to a mapped or foreign cache.
-struct StateManifest {
-  SnapshotManifest manifest;
-  std::optional<MappedProvenance> mapping;  // present iff the file says "ember.kv-mapped"
-  std::optional<ForeignProvenance> foreign;  // present iff the file says "ember.kv-foreign"
-  bool mapped() const { return mapping.has_value(); }
-  bool is_foreign() const { return foreign.has_value(); }
-  const char* format() const { return mapped() ? kMappedFormat : is_foreign() ? kForeignFormat : kSnapshotFormat; }
-};
-
-// The canonical manifest text of either kind: SnapshotManifest::to_json() for a native one
-// (byte-identical), the same document with "format": "ember.kv-mapped" and "mapping" appended
-// for a mapped one. Validates both first (Error naming `where`).
-std::string state_manifest_json(const SnapshotManifest& m, const MappedProvenance* mapping,
-                                const std::string& where, const ForeignProvenance* foreign = nullptr);
-// The seal of a manifest of either kind (kv/seal.h: SHA-256 of the canonical document without
-// seal and signature). It covers every field, the provenance and the payload hashes.
-// (A foreign cache: `foreign` instead of `mapping`; at most one of the two.)
-std::string state_seal(const SnapshotManifest& m, const MappedProvenance* mapping,
-                       const ForeignProvenance* foreign = nullptr);
-// Signs the seal with the Ed25519 private key in `private_key_pem` and stores the signature in
-// m (the manifest must be complete: sealed over its cache, provenance final).
-void sign_manifest(SnapshotManifest& m, const MappedProvenance* mapping, const std::string& private_key_pem,
-                   const ForeignProvenance* foreign = nullptr);
-// The strict parse of either kind: every SnapshotManifest::from_json rule, plus for
-// "ember.kv-mapped" a "mapping" object read as strictly (unknown, missing, duplicated and
-// mistyped keys refused) and MappedProvenance::validate. A native manifest with a "mapping"
-// key, or a mapped one without it, is refused by name.
-StateManifest parse_state_manifest(const std::string& text, const std::string& where);
-
-// Which kinds an entry point accepts. The reader parses every manifest fully first, then
-// refuses the other kind by name: a native-only entry point never loads a mapped cache as
-// native, and a mapped-only one never takes a native snapshot for a mapping's output.
-// A foreign cache is accepted only where Accept::foreign or Accept::any is asked.
-enum class Accept { native, mapped, foreign, any };
-void require_kind(const StateManifest& s, Accept accept, const std::string& where);
 
 // ---- The one payload serializer ------------------------------------------------------------
 enum class Payload { keys, values };
@@ -330,83 +300,5 @@ void check_payload_stream(PayloadCheck& c, const std::string& want, const std::s
 // (a cache edited in memory after it was read or sealed is refused) and by the KVC1 reader.
 void check_cache_payloads(const SnapshotManifest& m, const model::KvCache& c,
                           const std::string& where, bool allow_non_finite = false);
-
-// A snapshot in memory: the manifest and a cache whose capacity is exactly P positions
-// (cache.n_pos == cache.capacity == manifest.geometry.positions).
-struct Snapshot {
-  SnapshotManifest manifest;
-  model::KvCache cache;
-};
-
-// Fills manifest.geometry.positions, prefix.sha256 and the payload entries (sizes, hashes)
-// from the cache, which must match the manifest's layers/kv_heads/head_dim. A state is
-// sealed once, by the code that produced it natively (export, a mapper, or a reader of a
-// verified file); the writer refuses a cache that no longer matches its seal.
-void seal_manifest(SnapshotManifest& m, const model::KvCache& c, const std::string& where);
-void seal(Snapshot& s);
-
-// ---- The one directory reader and writer (both kinds) --------------------------------------
-struct ReadOptions {
-  Accept accept = Accept::native;
-  bool allow_non_finite = false;  // only for analysing broken caches (kv compare opt-in)
-};
-
-// A snapshot directory as read: the manifest (and provenance), its exact bytes, and the cache
-// (capacity == n_pos == P).
-struct StateDir {
-  StateManifest header;
-  std::string manifest_text;  // manifest.json as read (canonical when ember wrote it)
-  model::KvCache cache;
-};
-
-// The one reader. In order: DIR is a directory holding exactly manifest.json, keys.f16le and
-// values.f16le (a stray entry is refused by name); each is opened without following links
-// and must be a regular file (a symlink, FIFO, device or directory is refused without
-// blocking); the manifest is parsed strictly (parse_state_manifest) and its kind checked
-// (require_kind); both payload sizes are checked against the geometry before anything of
-// their size is allocated; then each payload is read once, through PayloadCheck: SHA-256
-// against the manifest, then finiteness (unless allowed). Error naming the file and field.
-StateDir read_state_dir(const std::string& dir, const ReadOptions& options = {});
-// Only the entries and the manifest (no payload access): what read_state_dir checks first.
-StateDir read_state_header(const std::string& dir, Accept accept);
-
-// The one writer: DIR atomically (temporary sibling, fsync, rename; util/atomic_file.h),
-// refusing an existing DIR unless force. The manifest must be sealed over `cache` (a native
-// manifest, plus the provenance for a mapped cache); each payload is written through
-// PayloadCheck and the write is abandoned, leaving nothing, if its hash differs from the seal
-// or a value is non-finite. manifest.json (state_manifest_json, canonical) is written last.
-void write_state_dir(const SnapshotManifest& m, const MappedProvenance* mapping,
-                     const model::KvCache& cache, const std::string& dir, bool force,
-                     const ForeignProvenance* foreign = nullptr);
-
-// ---- Native entry points (Accept::native over the above) ------------------------------------
-// write_state_dir without provenance. Refuses a cache that differs from its seal.
-void write_snapshot(const Snapshot& s, const std::string& dir, bool force);
-// read_state_dir(dir, {Accept::native}): refuses a mapped cache by name.
-Snapshot read_snapshot(const std::string& dir, bool allow_non_finite = false);
-// read_state_header(dir, Accept::native).manifest: entries and manifest, no payload access.
-SnapshotManifest read_manifest(const std::string& dir);
-
-struct VerifyCheck {
-  std::string name;    // "directory", "manifest", "payload.keys.bytes", ".sha256", ".finite"
-  std::string status;  // "ok" | "failed" | "skipped"
-  std::string detail;  // the error line when failed
-};
-struct VerifyReport {
-  std::string path;
-  bool ok = false;
-  std::vector<VerifyCheck> checks;
-  SnapshotManifest manifest;  // meaningful when the manifest check passed
-  bool manifest_ok = false;
-  std::optional<ForeignProvenance> foreign;  // a foreign cache, verified with allow_foreign
-  std::string error;  // the first failure, one line
-  nlohmann::ordered_json to_json() const;
-};
-// The checks of read_state_dir, one by one, streaming the payloads (no allocation of their
-// size). Never throws for a bad snapshot: the report says. allow_foreign: a foreign cache
-// (ember.kv-foreign) is verified too (format, sizes, hashes, finiteness, seal: its integrity,
-// not its numerics) instead of being refused by kind.
-VerifyReport verify_snapshot(const std::string& dir, Accept accept = Accept::native,
-                             bool allow_foreign = false);
 
 }  // namespace ember::kv

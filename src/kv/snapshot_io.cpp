@@ -1,6 +1,7 @@
-// The one reader and the one writer of snapshot directories (ember.kv-snapshot.v1 and its
-// mapped extension ember.kv-mapped.v1), the one payload serializer, and verify.
+// The one payload reader and the one payload serializer, the one reader and writer of snapshot
+// directories (ember.kv-snapshot.v1 and its mapped and foreign extensions), seal, and verify.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,8 +10,9 @@
 #include <cstring>
 #include <memory>
 
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "kv/strict_json.h"
+#include "kv/kvc1_snapshot.h"
 #include "util/atomic_file.h"
 #include "util/byte_io.h"
 #include "util/error.h"
@@ -110,6 +112,20 @@ void read_exact(int fd, const std::string& path, uint8_t* dst, uint64_t n, ByteS
     got += uint64_t(r);
   }
 }
+
+// A payload file as a ByteSource: reads straight into the caller's rows.
+class FdSource final : public ByteSource {
+ public:
+  FdSource(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  void read(void* dst, size_t n) override {
+    CountingSink none;
+    read_exact(fd_, path_, static_cast<uint8_t*>(dst), n, none);
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+};
 
 // Exactly the three fixed names; anything else (a stray file, a directory) is refused.
 void check_entries(const std::string& dir) {
@@ -231,7 +247,12 @@ void check_cache_payloads(const SnapshotManifest& m, const model::KvCache& c, co
   }
 }
 
-void seal_manifest(SnapshotManifest& m, const model::KvCache& c, const std::string& where) {
+namespace {
+
+// Fills geometry.positions, prefix.sha256 and the payload entries (sizes, hashes) from the cache;
+// returns whether every value is finite.
+bool seal_manifest(SnapshotManifest& m, const model::KvCache& c, const std::string& where) {
+  bool finite = true;
   check_cache_shape(m.geometry, c, where, /*positions=*/false);
   m.geometry.positions = c.n_pos;
   m.prefix.sha256 = prefix_hash(m.prefix.tokens);
@@ -240,77 +261,128 @@ void seal_manifest(SnapshotManifest& m, const model::KvCache& c, const std::stri
     write_payload(c, p, chk);
     PayloadEntry& e = p == Payload::keys ? m.keys : m.values;
     e = {payload_file(p), chk.n_bytes(), chk.sha256()};
+    finite = finite && chk.first_non_finite().empty();
   }
+  return finite;
 }
 
-void seal(Snapshot& s) { seal_manifest(s.manifest, s.cache, "snapshot"); }
+}  // namespace
+
+VerifiedState seal(KvState s, const std::string& where, const std::string& sign_key_pem) {
+  s.manifest.format = kSnapshotFormat;
+  const bool finite = seal_manifest(s.manifest, s.cache, where);
+  s.manifest.signature.reset();
+  if (!sign_key_pem.empty()) sign_manifest(s, sign_key_pem);
+  std::string text = state_manifest_json(s, where);  // validates the manifest and its provenance
+  s.manifest.seal = state_seal(s);
+  return StateVerifier::make(std::move(s), std::move(text), finite);
+}
+
+VerifiedState resign(VerifiedState v, const std::string& sign_key_pem) {
+  const bool finite = v.finite();
+  KvState s = std::move(v).release();
+  sign_manifest(s, sign_key_pem);
+  std::string text = state_manifest_json(s, "signed state");
+  return StateVerifier::make(std::move(s), std::move(text), finite);
+}
+
+// ---- the one payload reader ----------------------------------------------------------------------
+
+VerifiedState read_payloads(StateHeader header, std::string manifest_text, ByteSource& keys, ByteSource& values,
+                            const PayloadReadOptions& o) {
+  KvState s;
+  static_cast<StateHeader&>(s) = std::move(header);
+  const SnapshotManifest& m = s.manifest;
+  const Geometry& g = m.geometry;
+  const int capacity = std::max(o.capacity, g.positions);
+  s.cache = model::KvCache(g.layers, g.kv_heads, g.head_dim, capacity);
+  s.cache.n_pos = g.positions;
+  // Layer by layer, K then V: the order of a KVC1 file, and any order suits two descriptors.
+  PayloadCheck kchk(g), vchk(g);
+  const size_t row = size_t(g.positions) * size_t(g.head_dim) * sizeof(uint16_t);
+  for (int l = 0; l < g.layers; ++l)
+    for (Payload p : {Payload::keys, Payload::values})
+      for (int h = 0; h < g.kv_heads; ++h) {
+        uint16_t* dst = p == Payload::keys ? s.cache.k_row(l, h, 0) : s.cache.v_row(l, h, 0);
+        (p == Payload::keys ? keys : values).read(dst, row);
+        (p == Payload::keys ? kchk : vchk).write(dst, row);
+      }
+  for (Payload p : {Payload::keys, Payload::values})
+    check_payload_stream(p == Payload::keys ? kchk : vchk, entry_of(m, p).sha256,
+                         p == Payload::keys ? o.keys_where : o.values_where,
+                         p == Payload::keys ? o.keys_field : o.values_field, "(manifest)",
+                         o.found_label, o.allow_non_finite);
+  const bool finite = kchk.first_non_finite().empty() && vchk.first_non_finite().empty();
+  return StateVerifier::make(std::move(s), std::move(manifest_text), finite);
+}
 
 // ---- the directory reader and writer ---------------------------------------------------------
 
-StateDir read_state_header(const std::string& dir, Accept accept) {
+StateDirHeader read_state_header(const std::string& dir, Accept accept) {
   check_entries(dir);
   const std::string path = join(dir, kManifestFile);
-  StateDir s;
+  StateDirHeader s;
   s.manifest_text = read_manifest_text(path);
   s.header = parse_state_manifest(s.manifest_text, path);
   require_kind(s.header, accept, path);
   return s;
 }
 
-StateDir read_state_dir(const std::string& dir, const ReadOptions& options) {
-  StateDir s = read_state_header(dir, options.accept);
-  const SnapshotManifest& m = s.header.manifest;
-  const uint64_t bytes = m.payload_bytes();
+VerifiedState read_state_dir(const std::string& dir, const ReadOptions& options) {
+  StateDirHeader h = read_state_header(dir, options.accept);
+  const uint64_t bytes = h.header.manifest.payload_bytes();
   // Both sizes are checked before anything of their size is allocated.
   Fd fds[2];
   for (Payload p : {Payload::keys, Payload::values})
     fds[int(p)].fd = open_payload(join(dir, payload_file(p)), payload_field(p), bytes);
-  const Geometry& g = m.geometry;
-  s.cache = model::KvCache(g.layers, g.kv_heads, g.head_dim, g.positions);
-  s.cache.n_pos = g.positions;
-  for (Payload p : {Payload::keys, Payload::values}) {
-    const std::string path = join(dir, payload_file(p));
-    uint16_t* dst = p == Payload::keys ? s.cache.k.data() : s.cache.v.data();
-    PayloadCheck chk(g);
-    read_exact(fds[int(p)].fd, path, reinterpret_cast<uint8_t*>(dst), bytes, chk);
-    check_payload_stream(chk, entry_of(m, p).sha256, path, payload_field(p), "(manifest)", "(payload bytes)",
-                         options.allow_non_finite);
-  }
-  return s;
+  FdSource keys(fds[0].fd, join(dir, kKeysFile)), values(fds[1].fd, join(dir, kValuesFile));
+  PayloadReadOptions ro;
+  ro.allow_non_finite = options.allow_non_finite;
+  ro.capacity = options.capacity;
+  ro.keys_where = join(dir, kKeysFile);
+  ro.values_where = join(dir, kValuesFile);
+  return read_payloads(std::move(h.header), std::move(h.manifest_text), keys, values, ro);
 }
 
-void write_state_dir(const SnapshotManifest& m, const MappedProvenance* mapping, const model::KvCache& cache,
-                     const std::string& dir, bool force, const ForeignProvenance* foreign) {
-  check_cache_shape(m.geometry, cache, dir, /*positions=*/true);
-  const std::string text = state_manifest_json(m, mapping, dir + " (manifest to write)", foreign);
+void write_state_dir(const VerifiedState& v, const std::string& dir, bool force) {
+  const KvState& s = v.state();
   AtomicDirectory out(dir, force);
   for (Payload p : {Payload::keys, Payload::values}) {
     auto f = out.create(payload_file(p));
-    PayloadCheck chk(m.geometry, &f->sink());
-    write_payload(cache, p, chk);
-    check_payload_stream(chk, entry_of(m, p).sha256, join(dir, payload_file(p)), payload_field(p),
+    // The hash is computed over exactly the bytes written: a cache that is not the sealed one
+    // (a bug upstream) is refused, leaving nothing; so is a non-finite value, by its coordinates.
+    PayloadCheck chk(s.manifest.geometry, &f->sink());
+    write_payload(s.cache, p, chk);
+    check_payload_stream(chk, entry_of(s.manifest, p).sha256, join(dir, payload_file(p)), payload_field(p),
                          "(sealed manifest)", "(cache bytes; a modified cache is not the state its manifest seals)",
                          /*allow_non_finite=*/false);
     f->commit();
   }
   // The manifest last: a temporary directory without it is never mistaken for a snapshot.
   auto mf = out.create(kManifestFile);
-  mf->sink().write(text);
+  mf->sink().write(v.manifest_text());
   mf->commit();
   out.commit();
 }
 
-void write_snapshot(const Snapshot& s, const std::string& dir, bool force) {
-  write_state_dir(s.manifest, nullptr, s.cache, dir, force);
+std::string state_kind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  if (S_ISDIR(st.st_mode)) return "snapshot-dir";
+  if (S_ISREG(st.st_mode)) {
+    Fd f;
+    f.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    char magic[4] = {};
+    if (f.fd >= 0 && ::read(f.fd, magic, 4) == 4 && std::memcmp(magic, "KVC1", 4) == 0) return "kvc1";
+  }
+  return "";
 }
 
-Snapshot read_snapshot(const std::string& dir, bool allow_non_finite) {
-  StateDir d = read_state_dir(dir, {Accept::native, allow_non_finite});
-  return {std::move(d.header.manifest), std::move(d.cache)};
-}
-
-SnapshotManifest read_manifest(const std::string& dir) {
-  return read_state_header(dir, Accept::native).header.manifest;
+VerifiedState open_state(const std::string& path, const ReadOptions& options) {
+  const std::string kind = state_kind(path);
+  if (kind == "snapshot-dir") return read_state_dir(path, options);
+  if (kind == "kvc1") return read_kvc1_state(path, options);
+  fail_field(path, "state", "a snapshot directory or a KVC1 file", "neither (missing or unknown)");
 }
 
 VerifyReport verify_snapshot(const std::string& dir, Accept accept, bool allow_foreign) {
@@ -334,10 +406,10 @@ VerifyReport verify_snapshot(const std::string& dir, Accept accept, bool allow_f
   run("directory", [&] { check_entries(dir); });
   run("manifest", [&] {
     const std::string path = join(dir, kManifestFile);
-    const StateManifest s = parse_state_manifest(read_manifest_text(path), path);
+    const StateHeader s = parse_state_manifest(read_manifest_text(path), path);
     if (!(allow_foreign && s.is_foreign())) require_kind(s, accept, path);
     r.manifest = s.manifest;
-    r.foreign = s.foreign;
+    if (s.foreign()) r.foreign = *s.foreign();
     r.manifest_ok = true;
   });
   const uint64_t bytes = r.manifest_ok ? r.manifest.payload_bytes() : 0;

@@ -29,10 +29,10 @@ SnapshotManifest describe_target(const model::Engine& engine, const std::string&
   return m;
 }
 
-model::KvCache import_for_model(const Snapshot& s, const model::Engine& engine,
+model::KvCache import_for_model(const VerifiedState& s, const model::Engine& engine,
                                 const std::string& tokenizer_identity, int extra_capacity,
                                 const std::string& where, bool allow_foreign) {
-  return import_checked(s.manifest, s.cache, describe_target(engine, tokenizer_identity), extra_capacity, where,
+  return import_checked(s, describe_target(engine, tokenizer_identity), extra_capacity, where,
                         allow_foreign);
 }
 

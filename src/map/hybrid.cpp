@@ -41,11 +41,11 @@ HybridRun run_hybrid(model::Engine& source, model::Engine& target, const model::
   return run;
 }
 
-kv::MappedState hybrid_mapped_state(const HybridRun& run, const model::Engine& target,
+kv::KvState hybrid_mapped_state(const HybridRun& run, const model::Engine& target,
                                     const std::string& target_tokenizer_identity,
                                     const std::string& source_model_identity, const Mapper* mapper) {
   const int n = int(run.prefix.size());
-  kv::MappedState st;
+  kv::KvState st;
   st.manifest = target_coordinates(target, target_tokenizer_identity);
   st.manifest.prefix.tokens = run.prefix;
   st.manifest.resume.token = run.resume_token;
@@ -53,15 +53,17 @@ kv::MappedState hybrid_mapped_state(const HybridRun& run, const model::Engine& t
   st.cache = model::KvCache(run.cache.n_layers, run.cache.n_kv_heads, run.cache.head_dim, n);
   st.cache.n_pos = n;
   st.cache.copy_prefix(run.cache, n);
-  st.mapping.kind = "hybrid";
-  st.mapping.mapper_hash = mapper ? mapper->hash() : "";
-  st.mapping.calibration_split_hash = mapper ? mapper->split_hash : "";
-  st.mapping.shared_layers = run.s;
-  st.mapping.anchor = run.a;
-  st.mapping.layer_roles = layer_role_names(run.report);
-  st.mapping.source_model_identity = source_model_identity;
-  st.mapping.source_manifest_sha256 = "";  // the source state was computed here, not read
-  st.mapping.source_prefix_sha256 = prompt_hash(run.prefix);
+  kv::MappedProvenance mapping;
+  mapping.kind = "hybrid";
+  mapping.mapper_hash = mapper ? mapper->hash() : "";
+  mapping.calibration_split_hash = mapper ? mapper->split_hash : "";
+  mapping.shared_layers = run.s;
+  mapping.anchor = run.a;
+  mapping.layer_roles = layer_role_names(run.report);
+  mapping.source_model_identity = source_model_identity;
+  mapping.source_manifest_sha256 = "";  // the source state was computed here, not read
+  mapping.source_prefix_sha256 = prompt_hash(run.prefix);
+  st.provenance = std::move(mapping);
   return st;
 }
 

@@ -4,7 +4,7 @@
 // hands over, and the reference it is checked against (the target's own full prefill).
 //
 //   map::HybridRun run = map::run_hybrid(src_engine, tgt_engine, mapper_or_null, ids, a);
-//   kv::MappedState artifact = map::hybrid_mapped_state(run, tgt_engine, ...);   // --output
+//   kv::KvState artifact = map::hybrid_mapped_state(run, tgt_engine, ...);   // seal(), write: --output
 //   logits = tgt_engine.forward(run.cache, {&ids.back(), 1});                    // decode on
 //
 // Receipts are the contract layer's and stay with the caller (map/ does not link contract/).
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "kv/mapped_state.h"
+#include "kv/state.h"
 #include "map/anchor.h"
 #include "map/mapper.h"
 #include "map/metrics.h"
@@ -45,7 +45,7 @@ HybridRun run_hybrid(model::Engine& source, model::Engine& target, const model::
 // coordinates with the prefix and resume token, the cache's first P-1 positions, and the
 // provenance (mapper hash and calibration split when a mapper was used, s, a, layer roles,
 // the source model and the prefix hash).
-kv::MappedState hybrid_mapped_state(const HybridRun& run, const model::Engine& target,
+kv::KvState hybrid_mapped_state(const HybridRun& run, const model::Engine& target,
                                     const std::string& target_tokenizer_identity,
                                     const std::string& source_model_identity, const Mapper* mapper);
 

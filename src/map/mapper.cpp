@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "util/json_fields.h"
 #include "util/json_strict.h"
 #include "util/atomic_file.h"

@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "map/anchor.h"
 #include "map/collect.h"
 #include "map/mapper.h"
@@ -299,28 +299,29 @@ SweepResult run_sweep(const SweepOptions& o) {
     double load_snapshot = 0, load_residual = 0;
     if (stored) {
       const std::string base = o.work_dir + "/source-" + std::to_string(prompt_index);
-      kv::SnapshotManifest m = target_coordinates(src, src_tok->identity());
+      kv::KvState st;
+      kv::SnapshotManifest& m = st.manifest;
+      m = target_coordinates(src, src_tok->identity());
       m.prefix.tokens.assign(prefix.begin(), prefix.end());
       m.resume.token = first_argmax(sr.logits.data(), int(sr.logits.size()));
       m.resume.position = P - 1;
-      model::KvCache exact(L, G, D, P - 1);
-      exact.n_pos = P - 1;
-      exact.copy_prefix(sr.cache, P - 1);
-      kv::seal_manifest(m, exact, where);
-      kv::write_state_dir(m, nullptr, exact, base + ".snapshot", true);
+      st.cache = model::KvCache(L, G, D, P - 1);
+      st.cache.n_pos = P - 1;
+      st.cache.copy_prefix(sr.cache, P - 1);
+      kv::write_state_dir(kv::seal(std::move(st), where), base + ".snapshot", true);
       const std::vector<float>& rows_at_s = sr.residual[size_t(s)];  // every boundary's rows have this size
       write_file_atomic(base + ".residual.f32",
                         std::string_view(reinterpret_cast<const char*>(rows_at_s.data()), rows_at_s.size() * sizeof(float)), true);
       load_snapshot = load_residual = std::numeric_limits<double>::infinity();
       for (int r = 0; r < repeats; ++r) {
         const auto t0 = Clock::now();
-        const kv::StateDir sd = kv::read_state_dir(base + ".snapshot");
+        const kv::VerifiedState sd = kv::read_state_dir(base + ".snapshot");
         const auto t1 = Clock::now();
         uint64_t size = 0;
         const int fd = open_regular_file(base + ".residual.f32", &size);
         const std::string bytes = read_all_and_close(fd, size, base + ".residual.f32");
         const auto t2 = Clock::now();
-        if (sd.cache.n_pos != P - 1 || bytes.size() != rows_at_s.size() * sizeof(float))
+        if (sd.cache().n_pos != P - 1 || bytes.size() != rows_at_s.size() * sizeof(float))
           fail(where, "the stored source state read back differs in size from what was written");
         load_snapshot = std::min(load_snapshot, std::chrono::duration<double>(t1 - t0).count());
         load_residual = std::min(load_residual, std::chrono::duration<double>(t2 - t1).count());

@@ -6,7 +6,7 @@
 // `map replay` check a mapped cache against exactly what a native snapshot would carry.
 #include <string>
 
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "model/engine.h"
 
 namespace ember::map {

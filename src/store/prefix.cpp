@@ -15,23 +15,24 @@ PrefixRestore restore_longest_prefix(Store& store, const model::Engine& engine, 
   const std::string ns = namespace_of(target);
   const size_t usable = prompt.size() - 1;
   PrefixRestore out;
-  out.cache = engine.new_cache(int(prompt.size()));
   const std::vector<std::string> chain = prefix_chain(ns, prompt.first(usable));
   for (size_t b = chain.size(); b >= 1; --b) {
     const std::optional<std::string> seal = store.prefix_lookup(ns, chain[b - 1]);
     if (!seal) continue;
     try {
-      const kv::Snapshot s = store.get(*seal);
-      const std::vector<int32_t>& t = s.manifest.prefix.tokens;
+      // Read with room for the whole prompt, so the verified cache becomes the engine's
+      // cache without a copy (read once, hashed once: kv::read_payloads).
+      kv::VerifiedState s = store.get(*seal, true, int(prompt.size()));
+      const std::vector<int32_t>& t = s.manifest().prefix.tokens;
       size_t common = 0;
       while (common < usable && common < t.size() && t[common] == prompt[common]) ++common;
       if (common < b * kPrefixBlock)
         fail_field(store.uri() + ": " + KeyLayout::prefix(ns, chain[b - 1]), "prefix",
                    "a state whose tokens begin with the prompt's first " + std::to_string(b * kPrefixBlock),
                    "state " + *seal + " sharing " + std::to_string(common));
-      const model::KvCache imported =
-          kv::import_checked(s.manifest, s.cache, target, 0, store.uri() + ": state " + *seal);
-      out.cache.copy_prefix(imported, int(common));
+      out.cache = kv::import_checked(std::move(s), target, 0, store.uri() + ": state " + *seal);
+      // Positions past the common prefix are left in place and overwritten as the rest of
+      // the prompt is computed (the cursor says what is valid).
       out.cache.n_pos = int(common);
       out.restored = int(common);
       out.seal = *seal;
@@ -42,9 +43,11 @@ PrefixRestore restore_longest_prefix(Store& store, const model::Engine& engine, 
     } catch (const Error& e) {
       if (on_miss != OnMiss::recompute) throw;
       out.report = std::string("store miss (recomputing the whole prompt, --on-miss recompute): ") + e.what();
+      out.cache = engine.new_cache(int(prompt.size()));
       return out;
     }
   }
+  out.cache = engine.new_cache(int(prompt.size()));
   out.report = "store miss: no stored prefix of the prompt's " + std::to_string(chain.size()) + " full " +
                std::to_string(kPrefixBlock) + "-token blocks; computing " + std::to_string(prompt.size());
   return out;
@@ -58,7 +61,7 @@ PutResult save_prefill(Store& store, const model::Engine& engine, const std::str
   const int vocab = engine.config().n_vocab;
   EMBER_CHECK(L >= 1 && cache.n_pos >= L && boundary_logits.size() == size_t(vocab));
   // Exactly what kv::export_prefix builds for this prompt, so both give one seal.
-  kv::Snapshot s;
+  kv::KvState s;
   s.manifest = kv::describe_target(engine, tokenizer_identity);
   s.manifest.producer = producer;
   s.manifest.prefix.tokens.assign(prompt.begin(), prompt.end());
@@ -68,9 +71,7 @@ PutResult save_prefill(Store& store, const model::Engine& engine, const std::str
   s.manifest.resume.token = model::argmax(boundary_logits.data(), vocab);
   s.manifest.resume.position = L;
   s.manifest.past_context = L > engine.config().n_ctx;
-  kv::seal(s);
-  s.manifest.validate("store save");
-  return store.put(s, options);
+  return store.put(kv::seal(std::move(s), "store save"), options);
 }
 
 StoreRun run_with_store(model::Engine& engine, const std::string& tokenizer_identity, std::span<const int32_t> prompt,

@@ -159,17 +159,20 @@ std::string KeyLayout::prefix(const std::string& ns, const std::string& h) { ret
 
 // ---- put -------------------------------------------------------------------------------------
 
-PutResult Store::put(const kv::Snapshot& s, const PutOptions& o) {
+PutResult Store::put(const kv::VerifiedState& v, const PutOptions& o) {
   const std::string where = uri() + " (put)";
   if (!o.name.empty() && !valid_name(o.name)) fail_field(where, "name", "[A-Za-z0-9._-]{1,128}", "'" + o.name + "'");
   if (o.chunk_bytes < kMinChunkBytes || o.chunk_bytes > kMaxChunkBytes || o.chunk_bytes % 2 != 0)
     fail_field(where, "chunk_bytes", "an even size in [4096, 16 MiB]", std::to_string(o.chunk_bytes));
+  // A verified state: its cache is the one its manifest seals (no hash pass here); the store
+  // holds ember's own states only (a mapped or foreign cache has no prefix a lookup could trust).
+  kv::require_kind(v.header(), kv::Accept::native, where);
+  if (!v.finite()) fail_field(where, "payload", "finite f16 values", "non-finite values");
+  const kv::KvState& s = v.state();
   const kv::SnapshotManifest& m = s.manifest;
-  // The cache must be the state its manifest seals (hashes and finiteness), before any write.
-  kv::check_cache_payloads(m, s.cache, where);
-  const std::string text = kv::state_manifest_json(m, nullptr, where);
+  const std::string& text = v.manifest_text();
   PutResult r;
-  r.seal = kv::state_seal(m, nullptr);
+  r.seal = m.seal;
   r.ns = namespace_of(m);
   const uint64_t bytes = m.payload_bytes();
   if (chunk_count(bytes, o.chunk_bytes) > kMaxChunksPerPayload)
@@ -281,7 +284,7 @@ Entry Store::read_entry(const std::string& seal) {
     fail_field(where, "chunk_bytes", "an even size in [4096, 16 MiB]", std::to_string(e.chunk_bytes));
   // The manifest strictly, its seal recomputed (kv/seal.h): the record's other fields are
   // bound to it below, and the chunks to its payload hashes when they are read.
-  const kv::StateManifest h = kv::parse_state_manifest(e.manifest_text, where + " manifest");
+  const kv::StateHeader h = kv::parse_state_manifest(e.manifest_text, where + " manifest");
   kv::require_kind(h, kv::Accept::native, where + " manifest");
   e.manifest = h.manifest;
   if (e.manifest.seal != seal) fail_field(where, "manifest.seal", seal + " (the key)", e.manifest.seal);
@@ -297,48 +300,90 @@ Entry Store::read_entry(const std::string& seal) {
   return e;
 }
 
-kv::Snapshot Store::get(const std::string& seal, bool count_hit) {
-  const Entry e = read_entry(seal);
-  const kv::SnapshotManifest& m = e.manifest;
-  const kv::Geometry& g = m.geometry;
-  const uint64_t bytes = m.payload_bytes();
-  kv::Snapshot s;
-  s.manifest = m;
-  std::vector<uint16_t> data[2];
-  for (kv::Payload p : {kv::Payload::keys, kv::Payload::values}) {
-    kv::PayloadCheck chk(g);
-    std::vector<uint16_t>& out = data[int(p)];
-    const std::vector<std::string>& shas = e.chunks[int(p)];
-    for (size_t i = 0; i < shas.size(); ++i) {
-      const uint64_t want = std::min<uint64_t>(e.chunk_bytes, bytes - i * e.chunk_bytes);
-      const std::string key = KeyLayout::chunk(seal, shas[i]);
-      const std::string what = "chunk " + key + " (" + kv::payload_field(p) + " chunk " + std::to_string(i + 1) +
-                               " of " + std::to_string(shas.size()) + ")";
-      // Memory grows only with chunks received and checked, never with a size a record claims.
-      const std::optional<std::string> v = b_->get(key, size_t(want));
-      if (!v) fail_field(uri(), what, "present", "missing (evicted or deleted)");
-      if (v->size() != want) fail_field(uri(), what, std::to_string(want) + " bytes", std::to_string(v->size()) + " bytes");
-      const std::string got = sha256_hex(*v);
-      if (got != shas[i]) fail_field(uri(), what + ": sha256", shas[i], got + " (corrupt)");
-      chk.write(v->data(), v->size());
-      const size_t at = out.size();
-      out.resize(at + v->size() / 2);
-      std::memcpy(out.data() + at, v->data(), v->size());
+namespace {
+
+// One payload's chunks as a ByteSource, fetched one at a time with their size bound: memory
+// grows only with chunks received, never with a size a record claims. The chunks are not
+// hashed here: the payload's SHA-256 (read_payloads) covers them all, and only when it fails
+// are they hashed one by one to name the bad one (bad_chunk below).
+class ChunkSource final : public ByteSource {
+ public:
+  ChunkSource(Backend& b, const std::string& seal, const Entry& e, kv::Payload p)
+      : b_(b), seal_(seal), e_(e), p_(p), bytes_(e.manifest.payload_bytes()) {}
+  void read(void* dst, size_t n) override {
+    auto* out = static_cast<uint8_t*>(dst);
+    while (n > 0) {
+      if (at_ == cur_.size()) next();
+      const size_t take = std::min(n, cur_.size() - at_);
+      std::memcpy(out, cur_.data() + at_, take);
+      out += take;
+      n -= take;
+      at_ += take;
     }
-    kv::check_payload_stream(chk, p == kv::Payload::keys ? m.keys.sha256 : m.values.sha256,
-                             uri() + ": " + KeyLayout::entry(seal), kv::payload_field(p), "(sealed manifest)",
-                             "(the chunks)", /*allow_non_finite=*/false);
   }
-  s.cache.n_layers = g.layers;
-  s.cache.n_kv_heads = g.kv_heads;
-  s.cache.head_dim = g.head_dim;
-  s.cache.capacity = g.positions;
-  s.cache.n_pos = g.positions;
-  s.cache.k = std::move(data[0]);
-  s.cache.v = std::move(data[1]);
-  kv::check_cache_payloads(s.manifest, s.cache, uri() + ": " + KeyLayout::entry(seal));
-  if (count_hit) b_->increment(KeyLayout::hits(seal));
-  return s;
+
+  // "chunk KEY (payload.keys chunk i of n)" for the i-th chunk (0-based).
+  std::string what(size_t i) const {
+    const std::vector<std::string>& shas = e_.chunks[int(p_)];
+    return "chunk " + KeyLayout::chunk(seal_, shas[i]) + " (" + kv::payload_field(p_) + " chunk " +
+           std::to_string(i + 1) + " of " + std::to_string(shas.size()) + ")";
+  }
+  // The i-th chunk, present and of its size (Error naming it otherwise).
+  std::string fetch(size_t i) const {
+    const uint64_t want = std::min<uint64_t>(e_.chunk_bytes, bytes_ - i * e_.chunk_bytes);
+    const std::optional<std::string> v = b_.get(KeyLayout::chunk(seal_, e_.chunks[int(p_)][i]), size_t(want));
+    if (!v) fail_field(b_.uri(), what(i), "present", "missing (evicted or deleted)");
+    if (v->size() != want) fail_field(b_.uri(), what(i), std::to_string(want) + " bytes", std::to_string(v->size()) + " bytes");
+    return *v;
+  }
+
+ private:
+  void next() {
+    if (i_ >= e_.chunks[int(p_)].size()) fail(b_.uri(), "read past the last chunk of " + std::string(kv::payload_field(p_)));
+    cur_ = fetch(i_++);
+    at_ = 0;
+  }
+  Backend& b_;
+  const std::string& seal_;
+  const Entry& e_;
+  kv::Payload p_;
+  uint64_t bytes_;
+  std::string cur_;
+  size_t i_ = 0, at_ = 0;
+};
+
+// After a payload's hash failed: the first chunk whose bytes are not its SHA-256 (the error
+// names it), else nothing (the record's chunk list itself is not the sealed payload's).
+void name_bad_chunk(const ChunkSource& src, const Entry& e, kv::Payload p, const std::string& uri) {
+  const std::vector<std::string>& shas = e.chunks[int(p)];
+  for (size_t i = 0; i < shas.size(); ++i) {
+    const std::string got = sha256_hex(src.fetch(i));
+    if (got != shas[i]) fail_field(uri, src.what(i) + ": sha256", shas[i], got + " (corrupt)");
+  }
+}
+
+}  // namespace
+
+kv::VerifiedState Store::get(const std::string& seal, bool count_hit, int capacity) {
+  Entry e = read_entry(seal);
+  ChunkSource keys(*b_, seal, e, kv::Payload::keys), values(*b_, seal, e, kv::Payload::values);
+  kv::PayloadReadOptions ro;
+  ro.capacity = capacity;
+  ro.keys_where = ro.values_where = uri() + ": " + KeyLayout::entry(seal);
+  ro.found_label = "(the chunks)";
+  kv::StateHeader h{e.manifest, kv::NativeProvenance{}};
+  std::string text = e.manifest_text;
+  try {
+    kv::VerifiedState s = kv::read_payloads(std::move(h), std::move(text), keys, values, ro);
+    // Best effort: a read never fails for want of a counter.
+    if (count_hit) b_->increment(KeyLayout::hits(seal));
+    return s;
+  } catch (const Error& err) {
+    if (std::string(err.what()).find(".sha256: expected") == std::string::npos) throw;
+    name_bad_chunk(keys, e, kv::Payload::keys, uri());
+    name_bad_chunk(values, e, kv::Payload::values, uri());
+    throw;
+  }
 }
 
 std::optional<std::string> Store::prefix_lookup(const std::string& ns, const std::string& hash) {

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "store/backend.h"
 
 namespace ember::store {
@@ -142,7 +142,7 @@ class Store {
   // marker, every chunk, then the entry (create-only), removes the marker, then the name and
   // the prefix-index keys. A state already stored is a no-op (missing chunks are rewritten).
   // A name that points at another state is an Error unless force.
-  PutResult put(const kv::Snapshot& s, const PutOptions& options);
+  PutResult put(const kv::VerifiedState& s, const PutOptions& options);
 
   // "NS/NAME" or a seal (64 hex digits) -> the seal. Error naming the ref when absent.
   std::string resolve(const std::string& ref);
@@ -150,11 +150,13 @@ class Store {
   // The entry record of `seal`, strictly read and checked. Error naming the key.
   Entry read_entry(const std::string& seal);
 
-  // The state of `seal`: the entry (read_entry), then every chunk of each payload read with
-  // its size bound, its SHA-256 compared with the record (a missing or corrupt chunk is an
-  // Error naming its key), then each payload's SHA-256 and finiteness against the sealed
-  // manifest. Nothing is returned before every check passed. count_hit increments :hits.
-  kv::Snapshot get(const std::string& seal, bool count_hit = true);
+  // The state of `seal`: the entry (read_entry), then every chunk of each payload fetched with
+  // its size bound and read once, straight into the cache (kv::read_payloads): each payload's
+  // SHA-256 and finiteness against the sealed manifest (a missing chunk is an Error naming its
+  // key; when a payload's hash fails, the chunks are hashed to name the corrupt one). Nothing is
+  // returned before every check passed. The cache holds max(P, capacity) positions: room for decoding, so a
+  // prefix hit needs no copy. count_hit increments :hits.
+  kv::VerifiedState get(const std::string& seal, bool count_hit = true, int capacity = 0);
 
   // The seal the prefix index holds for a chained hash (nullopt: none).
   std::optional<std::string> prefix_lookup(const std::string& ns, const std::string& hash);

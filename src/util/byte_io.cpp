@@ -1,5 +1,7 @@
 #include "util/byte_io.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace ember {
@@ -17,6 +19,20 @@ void ByteSink::pad_to(uint64_t alignment) {
   if (alignment <= 1) return;
   const uint64_t rem = n_bytes_ % alignment;
   if (rem) write_zeros(size_t(alignment - rem));
+}
+
+void SpanSource::read(void* dst, size_t n) {
+  auto* out = static_cast<uint8_t*>(dst);
+  while (n > 0) {
+    if (span_ >= spans_.size()) fail(where_, "read past the end of the payload");
+    const auto& [p, size] = spans_[span_];
+    const size_t take = std::min(n, size - at_);
+    std::memcpy(out, p + at_, take);
+    out += take;
+    n -= take;
+    at_ += take;
+    if (at_ == size) ++span_, at_ = 0;
+  }
 }
 
 void BufferSink::write(const void* data, size_t n) {

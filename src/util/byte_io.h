@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "util/sha256.h"
@@ -63,6 +64,30 @@ class HashingSink final : public ByteSink {
  private:
   ByteSink* inner_;
   Sha256 hasher_;
+};
+
+// The reading twin of ByteSink: every payload reader (a snapshot directory's files, a KVC1
+// file's tensors, a store's chunks) hands its bytes to one consumer through this, so a
+// payload is checked by one code path whatever it came from (kv/state.h: read_payloads).
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Fills exactly n bytes of dst, or throws Error naming the source (truncated, I/O error,
+  // a chunk missing or of the wrong size). Never returns fewer bytes.
+  virtual void read(void* dst, size_t n) = 0;
+};
+
+// A source over bytes in memory (a mapped file's tensors, in order).
+class SpanSource final : public ByteSource {
+ public:
+  SpanSource(std::vector<std::pair<const uint8_t*, size_t>> spans, std::string where)
+      : spans_(std::move(spans)), where_(std::move(where)) {}
+  void read(void* dst, size_t n) override;
+
+ private:
+  std::vector<std::pair<const uint8_t*, size_t>> spans_;
+  size_t span_ = 0, at_ = 0;
+  std::string where_;
 };
 
 // Bounds-checked little-endian reader over a byte range. Every read that would run past the

@@ -66,6 +66,7 @@ class File {
   std::span<const uint8_t> bytes(const TensorInfo& t) const {
     return {map_->data() + t.begin, size_t(t.end - t.begin)};
   }
+  std::span<const uint8_t> file_bytes() const { return {map_->data(), map_->size()}; }  // the whole file
 
  private:
   std::shared_ptr<const MappedFile> map_;

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -25,7 +26,14 @@ Sha256::Sha256() : impl_(std::make_unique<Impl>()) {
 
 Sha256::~Sha256() { EVP_MD_CTX_free(impl_->ctx); }
 
+namespace {
+std::atomic<uint64_t> g_bytes_hashed{0};
+}  // namespace
+
+uint64_t sha256_bytes_hashed() { return g_bytes_hashed.load(std::memory_order_relaxed); }
+
 void Sha256::update(const void* data, size_t n) {
+  g_bytes_hashed.fetch_add(n, std::memory_order_relaxed);
   if (n) EMBER_CHECK(EVP_DigestUpdate(impl_->ctx, data, n) == 1);
 }
 

@@ -31,6 +31,10 @@ class Sha256 {
   std::unique_ptr<Impl> impl_;
 };
 
+// Bytes passed to every Sha256 of this process so far (all threads). Lets tests assert how
+// many times a path hashes a payload (a verified state is hashed once, when it is read).
+uint64_t sha256_bytes_hashed();
+
 std::string to_hex(const uint8_t* data, size_t n);
 inline std::string to_hex(const Digest& d) { return to_hex(d.data(), d.size()); }
 std::string sha256_hex(const void* data, size_t n);

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "model/engine.h"
 #include "model/generate.h"
 #include "support/cli_run.h"
@@ -27,7 +27,7 @@ std::string native_snapshot(const std::string& gguf, const std::vector<int32_t>&
   const auto m = model::Model::load(gguf);
   model::Engine engine(m, model::EngineOptions{1});
   const model::ModelConfig& c = engine.config();
-  Snapshot s;
+  KvState s;
   s.cache = engine.new_cache(int(prompt.size()));
   const std::vector<float> logits = engine.forward(s.cache, prompt);
   SnapshotManifest& man = s.manifest;
@@ -44,9 +44,8 @@ std::string native_snapshot(const std::string& gguf, const std::vector<int32_t>&
   man.prefix.tokens = prompt;
   man.resume.token = model::argmax(logits.data(), int(logits.size()));
   man.resume.position = int64_t(prompt.size());
-  seal(s);
   const std::string dir = test::temp_dir("native") + "/snap";
-  write_snapshot(s, dir, false);
+  write_state_dir(seal(std::move(s), dir), dir, false);
   return dir;
 }
 

@@ -22,11 +22,12 @@ using test::q;
 using test::run_ember;
 
 // Writes a snapshot (geometry 3 layers x 2 KV heads x 8 dim x P positions) and returns its dir.
-std::string write(const Snapshot& s, const std::string& tag) {
+std::string write(const VerifiedState& s, const std::string& tag) {
   const std::string dir = test::temp_dir("cmp-cli") + "/" + tag;
-  write_snapshot(s, dir, false);
+  write_state_dir(s, dir, false);
   return dir;
 }
+std::string write(KvState s, const std::string& tag) { return write(seal(std::move(s), tag), tag); }
 
 TEST(CompareCli, SelfComparisonPassesWithZeroDifferences) {
   const std::string a = write(test::make_snapshot(3, 2, 8, 5, 1), "a");
@@ -57,62 +58,59 @@ TEST(CompareCli, SelfComparisonPassesWithZeroDifferences) {
 }
 
 TEST(CompareCli, RefusesMisalignedStatesNamingTheCoordinate) {
-  const Snapshot base = test::make_snapshot(3, 2, 8, 5, 1);
+  const VerifiedState base = test::make_snapshot(3, 2, 8, 5, 1);
   const std::string a = write(base, "a");
-  auto refused = [&](const Snapshot& other, const std::string& coordinate) {
-    const CliRun r = run_ember("kv compare " + q(a) + " " + q(write(other, "x")));
+  auto refused = [&](KvState other, const std::string& coordinate) {
+    const CliRun r = run_ember("kv compare " + q(a) + " " + q(write(std::move(other), "x")));
     EXPECT_EQ(r.rc, 2) << r.out;
     EXPECT_NE(r.out.find("coordinate " + coordinate), std::string::npos) << r.out;
   };
-  refused(test::make_snapshot(4, 2, 8, 5, 1), "geometry.layers");
-  refused(test::make_snapshot(3, 2, 16, 5, 1), "geometry.head_dim");
-  refused(test::make_snapshot(3, 2, 8, 6, 1), "positions");
+  refused(test::make_state(4, 2, 8, 5, 1), "geometry.layers");
+  refused(test::make_state(3, 2, 16, 5, 1), "geometry.head_dim");
+  refused(test::make_state(3, 2, 8, 6, 1), "positions");
   {
-    Snapshot s = test::make_snapshot(3, 2, 8, 5, 1);
+    KvState s = test::make_state(3, 2, 8, 5, 1);
     s.manifest.prefix.tokens[2] = (s.manifest.prefix.tokens[2] + 1) % 512;
-    seal(s);
-    refused(s, "prefix_tokens[2]");
+    refused(std::move(s), "prefix_tokens[2]");
   }
   {
-    Snapshot s = test::make_snapshot(3, 2, 8, 5, 1);
+    KvState s = test::make_state(3, 2, 8, 5, 1);
     s.manifest.tokenizer.identity = std::string(64, 'e');
-    seal(s);
-    refused(s, "tokenizer");
+    refused(std::move(s), "tokenizer");
   }
   {
-    Snapshot s = test::make_snapshot(3, 2, 8, 5, 1);
+    KvState s = test::make_state(3, 2, 8, 5, 1);
     s.manifest.rope.theta = 10000.0f;
-    seal(s);
-    refused(s, "representation.rope.theta");
+    refused(std::move(s), "representation.rope.theta");
   }
   {
-    Snapshot s = test::make_snapshot(3, 2, 8, 5, 1);
+    KvState s = test::make_state(3, 2, 8, 5, 1);
     s.manifest.rope.layout = "normal";
-    seal(s);
-    refused(s, "representation.rope.layout");
+    refused(std::move(s), "representation.rope.layout");
   }
 }
 
 TEST(CompareCli, AnotherModelOfTheSameShapeIsComparedAndLabelled) {
-  const Snapshot base = test::make_snapshot(3, 2, 8, 5, 1);
-  Snapshot other = test::make_snapshot(3, 2, 8, 5, 2);  // other contents and model
+  const KvState base = test::make_state(3, 2, 8, 5, 1);
+  KvState other = test::make_state(3, 2, 8, 5, 2);  // other contents and model
   other.manifest.prefix = base.manifest.prefix;
   other.manifest.model.architecture = base.manifest.model.architecture;
   other.manifest.numerics.engine_fingerprint = "canonical-v1;weights=F32;test";
-  seal(other);
-  const CliRun r = run_ember("kv compare --json --r2 " + q(write(base, "a")) + " " + q(write(other, "b")));
+  const std::string right = write(std::move(other), "b");
+  const CliRun r = run_ember("kv compare --json --r2 " + q(write(test::make_snapshot(3, 2, 8, 5, 1), "a")) + " " +
+                             q(right));
   ASSERT_EQ(r.rc, 0) << r.out;
   const json rep = parse_report(r);
   EXPECT_TRUE(rep["crossing"]["crosses_models"].get<bool>());
   EXPECT_EQ(rep["crossing"]["label"], "quantization-boundary");
   EXPECT_EQ(rep["left"]["model_identity"], base.manifest.model.identity);
-  EXPECT_EQ(rep["right"]["model_identity"], other.manifest.model.identity);
+  EXPECT_EQ(rep["right"]["model_identity"], test::make_state(3, 2, 8, 5, 2).manifest.model.identity);
   EXPECT_EQ(rep["right"]["weights"], "F32");
   EXPECT_FALSE(rep["summary"]["identical"].get<bool>());
 }
 
 TEST(CompareCli, PerturbWritesOnlyAReceiptThatCompareAppliesToItsSource) {
-  const Snapshot base = test::make_snapshot(3, 2, 8, 5, 1);
+  const VerifiedState base = test::make_snapshot(3, 2, 8, 5, 1);
   const std::string a = write(base, "a");
   const std::string rdir = test::temp_dir("receipts");
   const std::string receipt = rdir + "/zero.json";
@@ -123,8 +121,8 @@ TEST(CompareCli, PerturbWritesOnlyAReceiptThatCompareAppliesToItsSource) {
   for (const auto& e : std::filesystem::directory_iterator(rdir)) entries += e.is_regular_file() ? 1 : 100;
   EXPECT_EQ(entries, 1u);  // the receipt and nothing else
   const json rec = json::parse(read_file(receipt));
-  EXPECT_EQ(rec["source"]["snapshot_id"], compared_from_snapshot(read_snapshot(a)).identity.snapshot_id);
-  EXPECT_EQ(rec["source"]["keys_sha256"], base.manifest.keys.sha256);
+  EXPECT_EQ(rec["source"]["snapshot_id"], compared_from_state(open_state(a)).identity.snapshot_id);
+  EXPECT_EQ(rec["source"]["keys_sha256"], base.manifest().keys.sha256);
   EXPECT_EQ(rec["affected_elements"]["k"], 40);
 
   CliRun r = run_ember("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " + q(receipt));

@@ -2,10 +2,12 @@
 // a small in-process matrix on stories260K in which every cell passes and the zeroing control
 // is detected and localized, and corrupted cells reported as failing (a re-sealed edit that
 // only the gate can see; an unsealed one the import refuses; a model that does not load).
+#include <fstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 
 #include "analysis/matrix.h"
 #include "kv/seal.h"
@@ -142,10 +144,11 @@ TEST(Matrix, CorruptedCellsFail) {
   // A re-sealed edit of one K element of the last layer: the snapshot is self-consistent, so
   // the import accepts it and only the gate sees the difference (in a replay row).
   int calls = 0;
-  o.before_replay = [&](kv::Snapshot& s) {
+  o.before_replay = [&](const std::string& dir) {
     if (calls++ != 0) return;
+    kv::KvState s = kv::open_state(dir).release();
     s.cache.k_row(4, 1, 2)[3] ^= 0x0400;
-    kv::seal(s);
+    kv::write_state_dir(kv::seal(std::move(s), dir), dir, /*force=*/true);
   };
   kv::MatrixReport r = kv::run_matrix({model}, load_stories, variants, o);
   ASSERT_EQ(r.cells.size(), 2u);
@@ -157,8 +160,16 @@ TEST(Matrix, CorruptedCellsFail) {
   EXPECT_EQ(r.cells[1].status, "pass") << r.cells[1].reason;
   EXPECT_NE(r.table().find("fail: stories260K / english / t1: gate: "), std::string::npos) << r.table();
 
-  // An edit left unsealed: refused by the strict import, an error cell naming the hash.
-  o.before_replay = [](kv::Snapshot& s) { s.cache.v_row(0, 0, 0)[0] ^= 1; };
+  // An edit left unsealed (a payload bit flipped on disk): refused by the reader, an error cell
+  // naming the hash.
+  o.before_replay = [](const std::string& dir) {
+    std::fstream f(dir + "/values.f16le", std::ios::in | std::ios::out | std::ios::binary);
+    char b = 0;
+    f.read(&b, 1);
+    b ^= 1;
+    f.seekp(0);
+    f.write(&b, 1);
+  };
   r = kv::run_matrix({model}, load_stories, variants, o);
   EXPECT_EQ(r.errors(), 2);
   EXPECT_NE(r.cells[0].reason.find("sha256"), std::string::npos) << r.cells[0].reason;

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "support/cli_run.h"
 #include "support/test_support.h"
 #include "util/error.h"

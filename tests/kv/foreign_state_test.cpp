@@ -8,7 +8,7 @@
 #include "kv/import.h"
 #include "kv/kv_test_util.h"
 #include "kv/llamacpp_import.h"
-#include "kv/mapped_state.h"
+#include "kv/state.h"
 #include "model/engine.h"
 #include "support/test_support.h"
 #include "tokenizer/tokenizer.h"
@@ -34,53 +34,54 @@ Loaded load_stories() {
   return l;
 }
 
-ForeignState import_p1(Loaded& l) {
+VerifiedState import_p1(Loaded& l) {
   const auto f = MappedFile::open(test::shared_path(kP1));
   return import_llamacpp({f->data(), f->size()}, *l.engine, l.tok->identity(), {}, "p1.seq");
 }
 
 TEST(ForeignState, SealedWrittenReadAndRefusedWhereNativeIsAsked) {
   Loaded l = load_stories();
-  const ForeignState s = import_p1(l);
+  const VerifiedState s = import_p1(l);
   const std::string dir = test::temp_dir("foreign") + "/p1";
-  write_foreign_state(s, dir, false);
-  const ForeignState back = read_foreign_state(dir);
-  EXPECT_EQ(back.cache.k, s.cache.k);
-  EXPECT_EQ(back.cache.v, s.cache.v);
-  EXPECT_EQ(back.foreign.source_sha256, s.foreign.source_sha256);
-  EXPECT_EQ(back.manifest.seal, s.manifest.seal);
+  write_state_dir(s, dir, false);
+  const VerifiedState back = open_state(dir, {Accept::foreign});
+  EXPECT_EQ(back.cache().k, s.cache().k);
+  EXPECT_EQ(back.cache().v, s.cache().v);
+  EXPECT_EQ(back.header().foreign()->source_sha256, s.header().foreign()->source_sha256);
+  EXPECT_EQ(back.header().foreign()->detail("v_layout"), "transposed");
+  EXPECT_EQ(back.manifest().seal, s.manifest().seal);
   const std::string manifest = test::slurp(dir + "/manifest.json");
   EXPECT_NE(manifest.find("\"format\": \"ember.kv-foreign\""), std::string::npos);
   EXPECT_NE(manifest.find("\"engine\": \"llama.cpp\""), std::string::npos);
 
-  const std::string native = test::error_of([&] { read_snapshot(dir); });
+  const std::string native = test::error_of([&] { open_state(dir); });
   EXPECT_NE(native.find("format: expected ember.kv-snapshot"), std::string::npos) << native;
   EXPECT_NE(native.find("--allow-foreign"), std::string::npos) << native;
-  EXPECT_NE(test::error_of([&] { read_mapped_state(dir); }).find("format"), std::string::npos);
+  EXPECT_NE(test::error_of([&] { open_state(dir, {Accept::mapped}); }).find("format"), std::string::npos);
   EXPECT_NO_THROW(read_state_dir(dir, {Accept::any, false}));
-  const Snapshot native_snap = test::make_snapshot(1, 1, 2, 1);
   const std::string ndir = test::temp_dir("foreign") + "/native";
-  write_snapshot(native_snap, ndir, false);
-  EXPECT_NE(test::error_of([&] { read_foreign_state(ndir); }).find("expected ember.kv-foreign"), std::string::npos);
+  write_state_dir(test::make_snapshot(1, 1, 2, 1), ndir, false);
+  EXPECT_NE(test::error_of([&] { open_state(ndir, {Accept::foreign}); }).find("expected ember.kv-foreign"),
+            std::string::npos);
 
   // The strict import refuses it (numerics); --allow-foreign skips only the numerics fields.
   const SnapshotManifest target = describe_target(*l.engine, l.tok->identity());
-  const std::string strict = test::error_of([&] { import_checked(s.manifest, s.cache, target, 1, "p1"); });
+  const std::string strict = test::error_of([&] { import_checked(s, target, 1, "p1"); });
   EXPECT_NE(strict.find("p1: numerics.contract: expected canonical-v1"), std::string::npos) << strict;
-  EXPECT_NO_THROW(import_checked(s.manifest, s.cache, target, 1, "p1", /*allow_foreign=*/true));
-  SnapshotManifest other = s.manifest;
+  EXPECT_NO_THROW(import_checked(s, target, 1, "p1", /*allow_foreign=*/true));
+  SnapshotManifest other = s.manifest();
   other.model.identity = std::string(64, 'a');
-  EXPECT_NE(test::error_of([&] { import_checked(other, s.cache, target, 1, "p1", true); }).find("model.identity"),
+  EXPECT_NE(test::error_of([&] { check_compatible(other, target, "p1", true); }).find("model.identity"),
             std::string::npos);
   // The flag changes nothing for a native manifest: its numerics are still compared.
   SnapshotManifest nat = target;
   nat.numerics.engine_fingerprint = "canonical-v1;other";
-  nat.prefix = s.manifest.prefix;
-  nat.resume = s.manifest.resume;
-  nat.geometry.positions = s.manifest.geometry.positions;
-  nat.keys = s.manifest.keys;
-  nat.values = s.manifest.values;
-  EXPECT_NE(test::error_of([&] { import_checked(nat, s.cache, target, 1, "n", true); }).find("engine_fingerprint"),
+  nat.prefix = s.manifest().prefix;
+  nat.resume = s.manifest().resume;
+  nat.geometry.positions = s.manifest().geometry.positions;
+  nat.keys = s.manifest().keys;
+  nat.values = s.manifest().values;
+  EXPECT_NE(test::error_of([&] { check_compatible(nat, target, "n", true); }).find("engine_fingerprint"),
             std::string::npos);
 
   // Edited manifests, resealed so that only the broken rule can be what is refused.
@@ -95,7 +96,7 @@ TEST(ForeignState, SealedWrittenReadAndRefusedWhereNativeIsAsked) {
   EXPECT_NE(refused([](ordered_json& j) { j["format"] = "ember.kv-snapshot"; }).find("foreign"), std::string::npos);
   EXPECT_NE(refused([](ordered_json& j) { j["foreign"]["conversion"] = "rounded-to-f16"; }).find("foreign.conversion"),
             std::string::npos);
-  EXPECT_NE(refused([](ordered_json& j) { j["foreign"]["k_rotation"] = "hadamard-3"; }).find("foreign.k_rotation"),
+  EXPECT_NE(refused([](ordered_json& j) { j["foreign"]["details"]["k_rotation"] = "hadamard-3"; }).find("foreign.details.k_rotation"),
             std::string::npos);
   EXPECT_NE(refused([](ordered_json& j) { j["foreign"]["extra"] = 1; }).find("extra"), std::string::npos);
   EXPECT_NE(refused([](ordered_json& j) { j["foreign"].erase("source_sha256"); }).find("source_sha256"),
@@ -182,11 +183,11 @@ TEST(ForeignState, CliImportReplayCompareExportRoundTrip) {
   ASSERT_EQ(test::run_command(ember + " kv import-llamacpp " + dir + "/rows.seq --model " + model + " -o " + dir +
                                   "/back >/dev/null 2>&1"),
             0);
-  const StateDir a = read_state_dir(dir + "/native", {Accept::any, false});
-  const StateDir b = read_state_dir(dir + "/back", {Accept::any, false});
-  EXPECT_EQ(a.header.manifest.keys.sha256, b.header.manifest.keys.sha256);
-  EXPECT_EQ(a.header.manifest.values.sha256, b.header.manifest.values.sha256);
-  EXPECT_EQ(b.header.foreign->v_layout, "rows");
+  const VerifiedState a = read_state_dir(dir + "/native", {Accept::any, false});
+  const VerifiedState b = read_state_dir(dir + "/back", {Accept::any, false});
+  EXPECT_EQ(a.manifest().keys.sha256, b.manifest().keys.sha256);
+  EXPECT_EQ(a.manifest().values.sha256, b.manifest().values.sha256);
+  EXPECT_EQ(b.header().foreign()->detail("v_layout"), "rows");
   // Nothing is overwritten without --force.
   EXPECT_EQ(test::run_command(ember + " kv export-llamacpp " + dir + "/native -o " + dir + "/p1.seq >/dev/null 2>&1"),
             2);

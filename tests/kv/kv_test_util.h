@@ -6,21 +6,20 @@
 #include <random>
 #include <string>
 
-#include "kv/mapped_state.h"
 #include "kv/seal.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "kv/strict_json.h"
 #include "util/f16.h"
 #include "util/sha256.h"
 
 namespace ember::test {
 
-// A sealed snapshot of the given geometry with deterministic pseudo-random f16 contents.
-// The cache has `capacity` >= positions (unused capacity holds a poison pattern that must
-// never reach a payload).
-inline kv::Snapshot make_snapshot(int layers, int kv_heads, int head_dim, int positions,
-                                  uint32_t seed = 1, int capacity = 0) {
-  kv::Snapshot s;
+// A native state of the given geometry with deterministic pseudo-random f16 contents, not yet
+// sealed (make_snapshot seals it). The cache has `capacity` >= positions (unused capacity
+// holds a poison pattern that must never reach a payload).
+inline kv::KvState make_state(int layers, int kv_heads, int head_dim, int positions, uint32_t seed = 1,
+                              int capacity = 0) {
+  kv::KvState s;
   kv::SnapshotManifest& m = s.manifest;
   m.producer = "ember test";
   m.model.identity = sha256_hex("model-" + std::to_string(seed));
@@ -53,29 +52,43 @@ inline kv::Snapshot make_snapshot(int layers, int kv_heads, int head_dim, int po
           s.cache.v_row(l, h, p)[d] = f32_to_f16(nd(rng));
         }
   s.cache.n_pos = positions;
-  kv::seal(s);
+  s.manifest.prefix.sha256 = kv::prefix_hash(s.manifest.prefix.tokens);
   return s;
 }
 
-// A mapped state (ridge provenance, first layer reused) over make_snapshot's cache; seal it
-// with kv::write_mapped_state.
-inline kv::MappedState make_mapped_state(int layers, int kv_heads, int head_dim, int positions, uint32_t seed = 3) {
-  kv::Snapshot s = make_snapshot(layers, kv_heads, head_dim, positions, seed);
-  kv::MappedState m;
-  m.manifest = s.manifest;
-  m.cache = std::move(s.cache);
-  m.mapping.kind = "ridge";
-  m.mapping.relation = "quantization-boundary";
-  m.mapping.mapper_hash = sha256_hex("mapper");
-  m.mapping.calibration_split_hash = sha256_hex("split");
-  m.mapping.shared_layers = 1;
-  m.mapping.anchor = layers;
-  m.mapping.layer_roles.assign(size_t(layers), "mapped");
-  m.mapping.layer_roles[0] = "reused";
-  m.mapping.source_model_identity = sha256_hex("source model");
-  m.mapping.source_manifest_sha256 = sha256_hex("source manifest");
-  m.mapping.source_prefix_sha256 = m.manifest.prefix.sha256;
+// make_state, sealed.
+inline kv::VerifiedState make_snapshot(int layers, int kv_heads, int head_dim, int positions, uint32_t seed = 1,
+                                       int capacity = 0) {
+  return kv::seal(make_state(layers, kv_heads, head_dim, positions, seed, capacity), "test snapshot");
+}
+
+// The mapping of make_mapped_state (ridge provenance, first layer reused).
+inline kv::MappedProvenance test_mapping(int layers, const std::string& prefix_sha256) {
+  kv::MappedProvenance m;
+  m.kind = "ridge";
+  m.relation = "quantization-boundary";
+  m.mapper_hash = sha256_hex("mapper");
+  m.calibration_split_hash = sha256_hex("split");
+  m.shared_layers = 1;
+  m.anchor = layers;
+  m.layer_roles.assign(size_t(layers), "mapped");
+  m.layer_roles[0] = "reused";
+  m.source_model_identity = sha256_hex("source model");
+  m.source_manifest_sha256 = sha256_hex("source manifest");
+  m.source_prefix_sha256 = prefix_sha256;
   return m;
+}
+
+// A mapped state over make_state's cache, not yet sealed (kv::seal, then kv::write_state_dir).
+inline kv::KvState make_mapped_state(int layers, int kv_heads, int head_dim, int positions, uint32_t seed = 3) {
+  kv::KvState s = make_state(layers, kv_heads, head_dim, positions, seed);
+  s.provenance = test_mapping(layers, s.manifest.prefix.sha256);
+  return s;
+}
+
+// Seals and writes a state (the one directory writer).
+inline void write_state(kv::KvState s, const std::string& dir, bool force = false) {
+  kv::write_state_dir(kv::seal(std::move(s), dir), dir, force);
 }
 
 inline std::string slurp(const std::string& path) {

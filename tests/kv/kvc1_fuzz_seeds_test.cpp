@@ -16,10 +16,9 @@ namespace {
 std::vector<std::pair<std::string, std::string>> seeds() {
   const std::string dir = test::temp_dir("kvc1seeds");
   std::vector<std::pair<std::string, std::string>> out;
-  write_snapshot_kvc1(test::make_snapshot(2, 1, 4, 3), dir + "/tiny-f16.kvc", false);
+  write_state_kvc1(test::make_snapshot(2, 1, 4, 3), dir + "/tiny-f16.kvc", false);
   out.emplace_back("tiny-f16.kvc", test::slurp(dir + "/tiny-f16.kvc"));
-  MappedState m = test::make_mapped_state(2, 1, 4, 3);
-  write_mapped_state(m, dir + "/mapped", false);
+  test::write_state(test::make_mapped_state(2, 1, 4, 3), dir + "/mapped");
   pack_snapshot_dir(dir + "/mapped", dir + "/mapped-f16.kvc", false);
   out.emplace_back("mapped-f16.kvc", test::slurp(dir + "/mapped-f16.kvc"));
   // A container-level state (not an ember manifest) of another dtype: the table and payload

@@ -23,7 +23,7 @@ TEST(Kvc1Fuzz, SeedsAndMutationsNeverCrash) {
   }
   EXPECT_GE(seeds, 3);
   const std::string dir = test::temp_dir("kvc1fuzz");
-  write_snapshot_kvc1(test::make_snapshot(2, 1, 4, 3), dir + "/s.kvc", false);
+  write_state_kvc1(test::make_snapshot(2, 1, 4, 3), dir + "/s.kvc", false);
   const auto ok = test::read_bytes(dir + "/s.kvc");
   ASSERT_NO_THROW(Kvc1File::parse(std::make_shared<const std::vector<uint8_t>>(ok), "ok"));
   std::mt19937 rng(1);

@@ -1,4 +1,4 @@
-// snapshot -> KVC1 -> snapshot is byte-identical; a KVC1 loads as the same Snapshot; the
+// snapshot -> KVC1 -> snapshot is byte-identical; a KVC1 loads as the same state; the
 // state-level rejections (mapped artifact, state hash, manifest rules) are named.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "kv/kv_test_util.h"
 #include "kv/kvc1_snapshot.h"
-#include "kv/state_loader.h"
+#include "kv/state.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 
@@ -25,7 +25,7 @@ void fix_trailer(std::string& b) {
 
 Kvc1Reject reject_code(const std::string& path) {
   try {
-    read_kvc1_snapshot(path);
+    read_kvc1_state(path, {Accept::native});
   } catch (const Kvc1Error& e) {
     return e.code();
   }
@@ -35,14 +35,14 @@ Kvc1Reject reject_code(const std::string& path) {
 
 TEST(Kvc1Snapshot, SnapshotToKvc1ToSnapshotIsByteIdentical) {
   const std::string dir = test::temp_dir("kvc1snap");
-  const Snapshot s = test::make_snapshot(3, 2, 8, 7, /*seed=*/5, /*capacity=*/11);
-  write_snapshot(s, dir + "/a", false);
+  const VerifiedState s = test::make_snapshot(3, 2, 8, 7, /*seed=*/5, /*capacity=*/11);
+  write_state_dir(s, dir + "/a", false);
   pack_snapshot_dir(dir + "/a", dir + "/a.kvc", false);
   unpack_kvc1(dir + "/a.kvc", dir + "/b", false);
   for (const char* f : {kManifestFile, kKeysFile, kValuesFile})
     EXPECT_EQ(file(dir + "/a", f), file(dir + "/b", f)) << f;
   // From memory (capacity > positions) gives the same container bytes as from the directory.
-  write_snapshot_kvc1(s, dir + "/m.kvc", false);
+  write_state_kvc1(s, dir + "/m.kvc", false);
   EXPECT_EQ(test::slurp(dir + "/a.kvc"), test::slurp(dir + "/m.kvc"));
   // And packing the unpacked snapshot again reproduces the container.
   pack_snapshot_dir(dir + "/b", dir + "/b.kvc", false);
@@ -52,20 +52,21 @@ TEST(Kvc1Snapshot, SnapshotToKvc1ToSnapshotIsByteIdentical) {
 
 TEST(Kvc1Snapshot, LoadStateAcceptsAKvc1LikeADirectory) {
   const std::string dir = test::temp_dir("kvc1snap");
-  const Snapshot s = test::make_snapshot(2, 2, 4, 5);
-  write_snapshot(s, dir + "/a", false);
-  write_snapshot_kvc1(s, dir + "/a.kvc", false);
-  const Snapshot from_dir = load_state(dir + "/a");
-  const Snapshot from_kvc = load_state(dir + "/a.kvc");
-  EXPECT_EQ(from_kvc.manifest.to_json(), from_dir.manifest.to_json());
-  EXPECT_EQ(from_kvc.cache.k, from_dir.cache.k);
-  EXPECT_EQ(from_kvc.cache.v, from_dir.cache.v);
-  EXPECT_EQ(from_kvc.cache.n_pos, 5);
+  const VerifiedState s = test::make_snapshot(2, 2, 4, 5);
+  write_state_dir(s, dir + "/a", false);
+  write_state_kvc1(s, dir + "/a.kvc", false);
+  const VerifiedState from_dir = open_state(dir + "/a");
+  const VerifiedState from_kvc = open_state(dir + "/a.kvc");
+  EXPECT_EQ(from_kvc.manifest().to_json(), from_dir.manifest().to_json());
+  EXPECT_EQ(from_kvc.manifest_text(), from_dir.manifest_text());
+  EXPECT_EQ(from_kvc.cache().k, from_dir.cache().k);
+  EXPECT_EQ(from_kvc.cache().v, from_dir.cache().v);
+  EXPECT_EQ(from_kvc.cache().n_pos, 5);
 }
 
 TEST(Kvc1Snapshot, CorruptSnapshotIsNotPacked) {
   const std::string dir = test::temp_dir("kvc1snap");
-  write_snapshot(test::make_snapshot(2, 2, 4, 5), dir + "/a", false);
+  write_state_dir(test::make_snapshot(2, 2, 4, 5), dir + "/a", false);
   std::string keys = file(dir + "/a", kKeysFile);
   keys[17] ^= 4;
   test::spit(dir + "/a/" + kKeysFile, keys);
@@ -75,8 +76,8 @@ TEST(Kvc1Snapshot, CorruptSnapshotIsNotPacked) {
 
 TEST(Kvc1Snapshot, StateLevelRejectionsAreNamed) {
   const std::string dir = test::temp_dir("kvc1snap");
-  const Snapshot s = test::make_snapshot(2, 2, 4, 5);
-  write_snapshot_kvc1(s, dir + "/a.kvc", false);
+  const VerifiedState s = test::make_snapshot(2, 2, 4, 5);
+  write_state_kvc1(s, dir + "/a.kvc", false);
   const std::string ok = test::slurp(dir + "/a.kvc");
   // Replaces `from` by `to` (and, when given, the state's seal by the one the edit implies,
   // so that the seal is not what refuses it), then fixes the trailer.
@@ -96,12 +97,12 @@ TEST(Kvc1Snapshot, StateLevelRejectionsAreNamed) {
     return p;
   };
   // The keys hash in the state no longer matches the K payloads.
-  const std::string kh = s.manifest.keys.sha256;
+  const std::string kh = s.manifest().keys.sha256;
   std::string other = kh;
   other[0] = other[0] == '0' ? '1' : '0';
-  SnapshotManifest m2 = s.manifest;
-  m2.keys.sha256 = other;
-  EXPECT_EQ(reject_code(edited(kh, other, "h.kvc", state_seal(s.manifest, nullptr), state_seal(m2, nullptr))),
+  StateHeader m2 = s.header();
+  m2.manifest.keys.sha256 = other;
+  EXPECT_EQ(reject_code(edited(kh, other, "h.kvc", state_seal(s.header()), state_seal(m2))),
             Kvc1Reject::state_hash_mismatch);
   // The same edit without the seal recomputed is a manifest edit, refused by the seal.
   EXPECT_EQ(reject_code(edited(kh, other, "unsealed.kvc")), Kvc1Reject::bad_header);
@@ -124,34 +125,36 @@ TEST(Kvc1Snapshot, StateLevelRejectionsAreNamed) {
 
 TEST(Kvc1Snapshot, MappedCachePacksUnpacksByteIdenticalAndIsNeverNative) {
   const std::string dir = test::temp_dir("kvc1mapped");
-  MappedState m = test::make_mapped_state(3, 2, 4, 5);
-  write_mapped_state(m, dir + "/m", false);
+  const VerifiedState m = seal(test::make_mapped_state(3, 2, 4, 5), "test");
+  write_state_dir(m, dir + "/m", false);
   pack_snapshot_dir(dir + "/m", dir + "/m.kvc", false);
   const Kvc1File f = Kvc1File::open(dir + "/m.kvc");
   EXPECT_EQ(f.kind(), Kvc1Kind::mapped);
   EXPECT_EQ(f.state()["format"], kMappedFormat);
-  EXPECT_EQ(f.state()["mapping"]["mapper_hash"], m.mapping.mapper_hash);  // provenance travels, sealed
+  EXPECT_EQ(f.state()["mapping"]["mapper_hash"], m.header().mapping()->mapper_hash);  // provenance travels, sealed
   unpack_kvc1(dir + "/m.kvc", dir + "/back", false);
   for (const char* n : {kManifestFile, kKeysFile, kValuesFile}) EXPECT_EQ(file(dir + "/m", n), file(dir + "/back", n)) << n;
   // The mapped reader takes the .kvc like the directory; every native reader refuses it by kind.
-  const MappedState r = read_mapped_state(dir + "/m.kvc");
-  EXPECT_EQ(r.mapping.layer_roles, m.mapping.layer_roles);
-  EXPECT_EQ(r.cache.k, read_mapped_state(dir + "/m").cache.k);
+  const VerifiedState r = open_state(dir + "/m.kvc", {Accept::mapped});
+  EXPECT_EQ(r.header().mapping()->layer_roles, m.header().mapping()->layer_roles);
+  EXPECT_EQ(r.cache().k, open_state(dir + "/m", {Accept::mapped}).cache().k);
   const std::string want = "m.kvc: artifact.kind: expected native (the state this command reads), found \"mapped\"";
-  EXPECT_NE(test::error_of([&] { load_state(dir + "/m.kvc"); }).find(want), std::string::npos)
-      << test::error_of([&] { load_state(dir + "/m.kvc"); });
-  EXPECT_NE(test::error_of([&] { read_kvc1_snapshot(dir + "/m.kvc"); }).find(want), std::string::npos);
+  EXPECT_NE(test::error_of([&] { open_state(dir + "/m.kvc"); }).find(want), std::string::npos)
+      << test::error_of([&] { open_state(dir + "/m.kvc"); });
+  EXPECT_NE(test::error_of([&] { read_kvc1_state(dir + "/m.kvc", {Accept::native}); }).find(want), std::string::npos);
   // And a native .kvc is refused by the mapped reader, by kind.
-  write_snapshot_kvc1(test::make_snapshot(2, 2, 4, 5), dir + "/n.kvc", false);
-  EXPECT_NE(test::error_of([&] { read_mapped_state(dir + "/n.kvc"); }).find("found \"native\""), std::string::npos);
+  write_state_kvc1(test::make_snapshot(2, 2, 4, 5), dir + "/n.kvc", false);
+  EXPECT_NE(test::error_of([&] { open_state(dir + "/n.kvc", {Accept::mapped}); }).find("found \"native\""),
+            std::string::npos);
 }
 
 TEST(Kvc1Snapshot, KindAndStateFormatMustAgree) {
   const std::string dir = test::temp_dir("kvc1kindstate");
   // A native manifest under a mapped label (both byte and field, consistently re-hashed): a
   // well-formed container whose state is not what its kind says.
-  const Snapshot s = test::make_snapshot(2, 2, 4, 5);
-  json h = kvc1_native_header(s.manifest);
+  const VerifiedState v = test::make_snapshot(2, 2, 4, 5);
+  const KvState& s = v.state();
+  json h = kvc1_state_header(s);
   h["artifact"]["kind"] = "mapped";
   std::vector<Kvc1TensorSource> src;
   const size_t per_layer = size_t(2) * 5 * 4;
@@ -166,7 +169,7 @@ TEST(Kvc1Snapshot, KindAndStateFormatMustAgree) {
   }
   write_kvc1_file(dir + "/x.kvc", h, src, false);
   EXPECT_EQ(Kvc1File::open(dir + "/x.kvc").kind(), Kvc1Kind::mapped);
-  const std::string e = test::error_of([&] { read_kvc1_state(dir + "/x.kvc", Accept::any); });
+  const std::string e = test::error_of([&] { read_kvc1_state(dir + "/x.kvc", {Accept::any}); });
   EXPECT_NE(e.find("[bad-header] state.format: expected ember.kv-mapped (artifact.kind \"mapped\")"), std::string::npos) << e;
   EXPECT_THROW(unpack_kvc1(dir + "/x.kvc", dir + "/out", false), Kvc1Error);
   EXPECT_FALSE(path_exists(dir + "/out"));
@@ -174,8 +177,7 @@ TEST(Kvc1Snapshot, KindAndStateFormatMustAgree) {
 
 TEST(Kvc1Snapshot, CliPacksAMappedCacheAndKvReplayRefusesItByKind) {
   const std::string dir = test::temp_dir("kvc1mappedcli");
-  MappedState m = test::make_mapped_state(2, 2, 4, 5);
-  write_mapped_state(m, dir + "/m", false);
+  test::write_state(test::make_mapped_state(2, 2, 4, 5), dir + "/m");
   const std::string ember = test::ember_binary();
   std::string out;
   ASSERT_EQ(test::run_command(ember + " kvc pack " + dir + "/m " + dir + "/m.kvc", &out), 0) << out;
@@ -196,7 +198,7 @@ TEST(Kvc1Snapshot, CliPacksAMappedCacheAndKvReplayRefusesItByKind) {
 
 TEST(Kvc1Snapshot, CliVerifyInspectAndExitCodes) {
   const std::string dir = test::temp_dir("kvc1cli");
-  write_snapshot(test::make_snapshot(2, 2, 4, 5), dir + "/a", false);
+  write_state_dir(test::make_snapshot(2, 2, 4, 5), dir + "/a", false);
   const std::string ember = test::ember_binary();
   std::string out;
   ASSERT_EQ(test::run_command(ember + " kvc pack " + dir + "/a " + dir + "/a.kvc", &out), 0) << out;
@@ -208,7 +210,7 @@ TEST(Kvc1Snapshot, CliVerifyInspectAndExitCodes) {
   test::spit(dir + "/bad.kvc", b);
   EXPECT_EQ(test::run_command(ember + " kvc verify " + dir + "/bad.kvc", &out), 1) << out;
   EXPECT_NE(out.find("[trailing-bytes]"), std::string::npos) << out;
-  // kv compare accepts a .kvc wherever it accepts a snapshot directory (kv::load_state).
+  // kv compare accepts a .kvc wherever it accepts a snapshot directory (kv::open_state).
   ASSERT_EQ(test::run_command(ember + " kv compare " + dir + "/a " + dir + "/a.kvc --max-abs 0", &out), 0) << out;
   ASSERT_EQ(test::run_command(ember + " kvc unpack " + dir + "/a.kvc " + dir + "/b", &out), 0) << out;
   EXPECT_EQ(file(dir + "/a", kKeysFile), file(dir + "/b", kKeysFile));

@@ -103,13 +103,13 @@ TEST(LlamaCppFixtures, EveryFileImportsAndContinuesWithinBounds) {
 
     LlamaCppImportOptions opt;
     opt.resume_token = gen[0];
-    const ForeignState s = import_llamacpp({file->data(), file->size()}, engine, tok->identity(), opt, c.name);
-    EXPECT_EQ(s.manifest.prefix.tokens, prompt);
-    EXPECT_EQ(s.manifest.numerics.contract, kForeignContract);
+    const VerifiedState s = import_llamacpp({file->data(), file->size()}, engine, tok->identity(), opt, c.name);
+    const ForeignProvenance& f = *s.header().foreign();
+    EXPECT_EQ(s.manifest().prefix.tokens, prompt);
+    EXPECT_EQ(s.manifest().numerics.contract, kForeignContract);
 
     // Teacher forcing: generated ids 0..14 over the imported cache -> rows 1..15.
-    model::KvCache cache = import_for_model(Snapshot{s.manifest, s.cache.copy()}, engine, tok->identity(), kRows,
-                                            c.name, /*allow_foreign=*/true);
+    model::KvCache cache = import_for_model(s, engine, tok->identity(), kRows, c.name, /*allow_foreign=*/true);
     const std::vector<float> got =
         engine.forward(cache, std::span<const int32_t>(gen.data(), kRows - 1), nullptr, /*all_logits=*/true);
     // ember's own uninterrupted run, teacher-forced the same way.
@@ -136,8 +136,8 @@ TEST(LlamaCppFixtures, EveryFileImportsAndContinuesWithinBounds) {
     }
     const double mean_abs = sum_abs / (double(kRows - 1) * kVocab);
     std::printf("  %-34s K %-5s V %-5s rot %s/%s  rows 1..15: max|d| %.4f mean|d| %.5f  greedy %d/%d\n", c.name,
-                s.foreign.cache_type_k.c_str(), s.foreign.cache_type_v.c_str(), s.foreign.k_rotation.c_str(),
-                s.foreign.v_rotation.c_str(), max_abs, mean_abs, agree, agree_checked);
+                f.cache_type_k.c_str(), f.cache_type_v.c_str(), f.detail("k_rotation").c_str(),
+                f.detail("v_rotation").c_str(), max_abs, mean_abs, agree, agree_checked);
     EXPECT_LE(max_abs, c.max_abs);
     EXPECT_LE(mean_abs, c.mean_abs);
     if (c.f32_f16) {
@@ -170,20 +170,20 @@ TEST(LlamaCppFixtures, OwnF16CacheMatchesImportedHeadByHead) {
     const std::vector<int32_t> ids = read_i32(fixture(c.name, ".tokens.i32"));
     LlamaCppImportOptions opt;
     opt.resume_token = ids[ids.size() - kRows];
-    const ForeignState s = import_llamacpp({file->data(), file->size()}, engine, tok->identity(), opt, c.name);
-    const ExportResult own = export_prefix(engine, tok->identity(), s.manifest.prefix.tokens, "test");
-    const model::KvCache& a = own.snapshot.cache;
+    const VerifiedState s = import_llamacpp({file->data(), file->size()}, engine, tok->identity(), opt, c.name);
+    const ExportResult own = export_prefix(engine, tok->identity(), s.manifest().prefix.tokens, "test");
+    const model::KvCache& a = own.snapshot.cache();
     double worst = 1;
     for (int l = 0; l < a.n_layers; ++l)
       for (int h = 0; h < a.n_kv_heads; ++h) {
         const size_t n = size_t(a.n_pos) * a.head_dim;
-        worst = std::min({worst, cosine(a.k_row(l, h, 0), s.cache.k_row(l, h, 0), n),
-                          cosine(a.v_row(l, h, 0), s.cache.v_row(l, h, 0), n)});
+        worst = std::min({worst, cosine(a.k_row(l, h, 0), s.cache().k_row(l, h, 0), n),
+                          cosine(a.v_row(l, h, 0), s.cache().v_row(l, h, 0), n)});
       }
     std::printf("  %-34s min per-layer/head K,V cosine %.8f\n", c.name, worst);
     EXPECT_GE(worst, 0.9999);
     // Resume from ember's boundary logits equals llama.cpp's generated id 0 here.
-    EXPECT_EQ(own.snapshot.manifest.resume.token, opt.resume_token.value());
+    EXPECT_EQ(own.snapshot.manifest().resume.token, opt.resume_token.value());
   }
 }
 
@@ -194,9 +194,9 @@ TEST(LlamaCppFixtures, DefaultResumeTokenIsEmbersArgmaxOverTheImportedCache) {
   model::Engine engine(m, {1});
   const auto file = MappedFile::open(fixture("stories260K.p2.f16.fa0", ".seq"));
   const std::vector<int32_t> ids = read_i32(fixture("stories260K.p2.f16.fa0", ".tokens.i32"));
-  const ForeignState s = import_llamacpp({file->data(), file->size()}, engine, tok->identity(), {}, "p2");
-  EXPECT_EQ(s.foreign.resume_source, "ember-last-prompt-token");
-  EXPECT_EQ(s.manifest.resume.token, ids[ids.size() - kRows]);
+  const VerifiedState s = import_llamacpp({file->data(), file->size()}, engine, tok->identity(), {}, "p2");
+  EXPECT_EQ(s.header().foreign()->resume_source, "ember-last-prompt-token");
+  EXPECT_EQ(s.manifest().resume.token, ids[ids.size() - kRows]);
   // A file for another geometry is refused naming the field.
   const auto other = model::Model::load(test::shared_path("models/synthetic/llama-gqa-s5005.F32.gguf"));
   model::Engine other_engine(other, {1});

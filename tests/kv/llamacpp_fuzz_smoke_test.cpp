@@ -23,7 +23,7 @@ namespace {
 using Bytes = std::vector<uint8_t>;
 
 Bytes f16_seed(bool v_trans) {
-  const Snapshot s = test::make_snapshot(2, 1, 32, 3, 21);
+  const KvState s = test::make_state(2, 1, 32, 3, 21);
   Bytes out;
   BufferSink sink(out);
   write_llamacpp_state(s.cache, s.manifest.prefix.tokens, v_trans, sink);

@@ -98,7 +98,7 @@ TEST(LlamaCppState, TinyCaseExactBytes) {
 }
 
 TEST(LlamaCppState, RoundTripKeepsEveryBitInBothLayouts) {
-  const Snapshot snap = test::make_snapshot(3, 2, 32, 7, 11);
+  const KvState snap = test::make_state(3, 2, 32, 7, 11);
   for (bool v_trans : {false, true}) {
     const Bytes b = write_state(snap.cache, snap.manifest.prefix.tokens, v_trans);
     const LlamaCppState s = parse_llamacpp_state(b, {3, 2, 32, 64, 512}, "rt");
@@ -224,7 +224,7 @@ TEST(LlamaCppState, HadamardRotationOfQuantizedRowsIsUndone) {
 
 // Every field edited in a valid file is refused naming that field.
 TEST(LlamaCppState, EditedFieldsAreRefusedByName) {
-  const Snapshot snap = test::make_snapshot(2, 1, 32, 3, 5);
+  const KvState snap = test::make_state(2, 1, 32, 3, 5);
   const std::vector<int32_t>& tok = snap.manifest.prefix.tokens;
   const LlamaCppTarget t{2, 1, 32, 64, 512};
   const Bytes rows = write_state(snap.cache, tok, false);

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "kv/kv_test_util.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "support/cli_run.h"
 #include "support/test_support.h"
 #include "util/sha256.h"

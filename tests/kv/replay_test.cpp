@@ -55,10 +55,10 @@ TEST(SnapshotReplay, ExportThenReplayEqualsUninterruptedBitForBit) {
 
   model::Engine export_engine(t.model, {3});  // another thread count: same bits by contract
   kv::ExportResult ex = kv::export_prefix(export_engine, t.tok->identity(), prompt, "test");
-  const kv::SnapshotManifest& m = ex.snapshot.manifest;
+  const kv::SnapshotManifest& m = ex.snapshot.manifest();
   EXPECT_EQ(m.geometry.positions, int(prompt.size()));
-  EXPECT_EQ(ex.snapshot.cache.n_pos, int(prompt.size()));
-  EXPECT_EQ(ex.snapshot.cache.capacity, int(prompt.size()));  // the resume token is not cached
+  EXPECT_EQ(ex.snapshot.cache().n_pos, int(prompt.size()));
+  EXPECT_EQ(ex.snapshot.cache().capacity, int(prompt.size()));  // the resume token is not cached
   EXPECT_EQ(m.resume.position, int64_t(prompt.size()));
   EXPECT_EQ(m.resume.token, native.tokens[0]);
   EXPECT_EQ(m.prefix.tokens, prompt);
@@ -67,8 +67,8 @@ TEST(SnapshotReplay, ExportThenReplayEqualsUninterruptedBitForBit) {
   ASSERT_TRUE(bits_equal(ex.boundary_logits, native.logits.data(), V));
 
   const std::string dir = temp_dir("replay") + "/snap";
-  kv::write_snapshot(ex.snapshot, dir, false);
-  const kv::Snapshot back = kv::read_snapshot(dir);
+  kv::write_state_dir(ex.snapshot, dir, false);
+  const kv::VerifiedState back = kv::open_state(dir);
   model::Engine replay_engine(t.model, {2});
   kv::ContinueOptions ro;
   ro.steps = N - 1;
@@ -80,7 +80,7 @@ TEST(SnapshotReplay, ExportThenReplayEqualsUninterruptedBitForBit) {
 
   // The same state exported twice gives byte-identical files.
   kv::ExportResult again = kv::export_prefix(native_engine, t.tok->identity(), prompt, "test");
-  EXPECT_EQ(again.snapshot.manifest.to_json(), m.to_json());
+  EXPECT_EQ(again.snapshot.manifest().to_json(), m.to_json());
 }
 
 TEST(SnapshotReplay, ReFeedingTheLastPromptTokenWouldBeWrong) {
@@ -94,8 +94,9 @@ TEST(SnapshotReplay, ReFeedingTheLastPromptTokenWouldBeWrong) {
   o.steps = 1;
   o.keep_logits = true;
   const kv::Continuation good = kv::replay(ex.snapshot, e, t.tok->identity(), o);
-  ex.snapshot.manifest.resume.token = prompt.back();
-  const kv::Continuation bad = kv::replay(ex.snapshot, e, t.tok->identity(), o);
+  kv::KvState edited = std::move(ex.snapshot).release();
+  edited.manifest.resume.token = prompt.back();
+  const kv::Continuation bad = kv::replay(kv::seal(std::move(edited), "test"), e, t.tok->identity(), o);
   EXPECT_FALSE(bits_equal(good.logits, bad.logits.data(), good.logits.size()));
 }
 

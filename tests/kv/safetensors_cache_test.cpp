@@ -16,6 +16,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/f16.h"
+#include "util/sha256.h"
 
 namespace ember::kv {
 namespace {
@@ -33,7 +34,7 @@ void expect_same_rows(const model::KvCache& a, const model::KvCache& b) {
 }
 
 TEST(SafetensorsCache, MlxAndVllmRoundTripBits) {
-  const Snapshot s = test::make_snapshot(3, 2, 8, 5, 7, 9);  // capacity 9 > 5 positions
+  const KvState s = test::make_state(3, 2, 8, 5, 7, 9);  // capacity 9 > 5 positions
   const std::string dir = test::temp_dir("stc");
   for (const char* rope : {"neox", "normal"})
     for (auto layout : {SafetensorsLayout::mlx, SafetensorsLayout::vllm})
@@ -67,7 +68,7 @@ TEST(SafetensorsCache, MlxAndVllmRoundTripBits) {
 }
 
 TEST(SafetensorsCache, LayoutErrorsNameTheTensor) {
-  const Snapshot s = test::make_snapshot(2, 2, 4, 3);
+  const KvState s = test::make_state(2, 2, 4, 3);
   const Geometry& g = s.manifest.geometry;
   const std::string dir = test::temp_dir("stcbad");
   auto half = [](ByteSink& o, size_t n, uint16_t v) { for (size_t i = 0; i < n; ++i) o.write_le<uint16_t>(v); };
@@ -109,7 +110,9 @@ TEST(SafetensorsCache, LayoutErrorsNameTheTensor) {
             std::string::npos);
 }
 
-TEST(SafetensorsCache, ForeignCacheOfStoriesImportsAsEmbersOwn) {
+// A cache another runtime wrote imports as a foreign state, whatever its bytes: here they are
+// ember's own rows (so the payload hashes equal a native export's), and it is still foreign.
+TEST(SafetensorsCache, ForeignCacheOfStoriesImportsAsAForeignState) {
   auto m = model::Model::load(test::shared_path("models/stories260K.gguf"));
   auto tok = tok::Tokenizer::from_gguf(m->file());
   model::Engine engine(m, {1});
@@ -118,30 +121,42 @@ TEST(SafetensorsCache, ForeignCacheOfStoriesImportsAsEmbersOwn) {
   const std::string dir = test::temp_dir("stcimp");
   for (auto dtype : {st::Dtype::f16, st::Dtype::f32}) {
     const std::string p = dir + "/" + st::dtype_name(dtype);
-    write_safetensors_cache(mine.snapshot.cache, "normal", SafetensorsLayout::mlx, dtype, {}, p, false);
-    ForeignCache f = read_safetensors_cache(p, SafetensorsLayout::mlx, mine.snapshot.manifest.geometry, "normal");
-    const ForeignImport r = import_foreign(engine, tok->identity(), prompt, std::move(f), {0.05, "test"}, p);
-    EXPECT_EQ(r.snapshot.manifest.keys.sha256, mine.snapshot.manifest.keys.sha256);
-    EXPECT_EQ(r.snapshot.manifest.values.sha256, mine.snapshot.manifest.values.sha256);
-    EXPECT_EQ(r.snapshot.manifest.resume.token, mine.snapshot.manifest.resume.token);
+    write_safetensors_cache(mine.snapshot.cache(), "normal", SafetensorsLayout::mlx, dtype, {}, p, false);
+    ForeignCache f = read_safetensors_cache(p, SafetensorsLayout::mlx, mine.snapshot.manifest().geometry, "normal");
+    const ForeignImport r = import_foreign(engine, tok->identity(), prompt, std::move(f), {0.05, "test", "torch"}, p);
+    EXPECT_EQ(r.snapshot.manifest().keys.sha256, mine.snapshot.manifest().keys.sha256);
+    EXPECT_EQ(r.snapshot.manifest().values.sha256, mine.snapshot.manifest().values.sha256);
+    EXPECT_EQ(r.snapshot.manifest().resume.token, mine.snapshot.manifest().resume.token);
     EXPECT_EQ(r.key_row_diff, 0.0);  // ember's own rows, recomputed bit for bit
+    ASSERT_EQ(r.snapshot.kind(), StateKind::foreign);
+    const ForeignProvenance& fp = *r.snapshot.header().foreign();
+    EXPECT_EQ(fp.engine, "torch");
+    EXPECT_EQ(fp.format, "safetensors-mlx");
+    EXPECT_EQ(fp.cache_type_k, dtype == st::Dtype::f16 ? "f16" : "f32");
+    EXPECT_EQ(fp.conversion, dtype == st::Dtype::f16 ? "exact" : "rounded-to-f16");
+    EXPECT_EQ(fp.source_sha256, sha256_file_hex(p));
+    EXPECT_EQ(r.snapshot.manifest().numerics.contract, kForeignContract);
+    // Like every foreign cache: refused by the strict import, accepted with allow_foreign.
+    const std::string strict = test::error_of([&] { import_for_model(r.snapshot, engine, tok->identity(), 1, "st"); });
+    EXPECT_NE(strict.find("st: numerics.contract: expected canonical-v1"), std::string::npos) << strict;
+    EXPECT_NO_THROW(import_for_model(r.snapshot, engine, tok->identity(), 1, "st", /*allow_foreign=*/true));
   }
   const std::string p = dir + "/F16";
   // The wrong key order (as if the file were neox), a different prefix, a wrong length.
-  const Geometry& g = mine.snapshot.manifest.geometry;
+  const Geometry& g = mine.snapshot.manifest().geometry;
   std::string e = test::error_of([&] {
-    import_foreign(engine, tok->identity(), prompt, read_safetensors_cache(p, SafetensorsLayout::mlx, g, "neox"), {0.05, "t"}, p);
+    import_foreign(engine, tok->identity(), prompt, read_safetensors_cache(p, SafetensorsLayout::mlx, g, "neox"), {0.05, "t", ""}, p);
   });
   EXPECT_NE(e.find("keys at position 4: expected within"), std::string::npos) << e;
   std::vector<int32_t> other = prompt;
   other.back() = 403;
   e = test::error_of([&] {
-    import_foreign(engine, tok->identity(), other, read_safetensors_cache(p, SafetensorsLayout::mlx, g, "normal"), {0.05, "t"}, p);
+    import_foreign(engine, tok->identity(), other, read_safetensors_cache(p, SafetensorsLayout::mlx, g, "normal"), {0.05, "t", ""}, p);
   });
   EXPECT_NE(e.find("is not this model's cache of this prefix"), std::string::npos) << e;
   other.pop_back();
   e = test::error_of([&] {
-    import_foreign(engine, tok->identity(), other, read_safetensors_cache(p, SafetensorsLayout::mlx, g, "normal"), {0.05, "t"}, p);
+    import_foreign(engine, tok->identity(), other, read_safetensors_cache(p, SafetensorsLayout::mlx, g, "normal"), {0.05, "t", ""}, p);
   });
   EXPECT_NE(e.find("prefix: expected 5 tokens (the positions the file holds), found 4"), std::string::npos) << e;
 }

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "kv/kv_test_util.h"
-#include "kv/mapped_state.h"
+#include "kv/state.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -44,7 +44,7 @@ TEST(SealCli, ExportPrintsTheSealThatVerifyRecomputes) {
   std::string out;
   ASSERT_EQ(verify(e.dir, &out), 0) << out;
   EXPECT_NE(out.find("seal " + e.seal), std::string::npos) << out;
-  EXPECT_EQ(kv::read_manifest(e.dir).seal, e.seal);
+  EXPECT_EQ(kv::read_state_header(e.dir, kv::Accept::native).header.manifest.seal, e.seal);
 }
 
 TEST(SealCli, EditsThatBreakNoRuleAreRefusedByTheSeal) {
@@ -78,27 +78,15 @@ TEST(SealCli, EditsThatBreakNoRuleAreRefusedByTheSeal) {
 }
 
 TEST(SealCli, AMappedCacheCannotBeRelabelledNative) {
-  kv::Snapshot s = make_snapshot(2, 2, 4, 5);
-  kv::MappedState m;
-  m.manifest = s.manifest;
-  m.cache = std::move(s.cache);
-  m.mapping.kind = "ridge";
-  m.mapping.relation = "quantization-boundary";
-  m.mapping.mapper_hash = sha256_hex("mapper");
-  m.mapping.calibration_split_hash = sha256_hex("split");
-  m.mapping.shared_layers = 1;
-  m.mapping.anchor = 2;
-  m.mapping.layer_roles = {"reused", "mapped"};
-  m.mapping.source_model_identity = sha256_hex("source");
-  m.mapping.source_prefix_sha256 = m.manifest.prefix.sha256;
+  kv::KvState m = make_mapped_state(2, 2, 4, 5);
   const std::string dir = temp_dir("seal-relabel") + "/mapped";
-  kv::write_mapped_state(m, dir, false);
+  write_state(std::move(m), dir);
   edit_manifest(dir, [](auto& j) {
     j["format"] = "ember.kv-snapshot";
     j.erase("mapping");
   }, /*reseal=*/false);
   try {
-    kv::read_snapshot(dir);
+    kv::read_state_dir(dir);
     ADD_FAILURE() << "a relabelled mapped cache was read as native";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("seal: expected"), std::string::npos) << e.what();

@@ -8,8 +8,8 @@
 
 #include <filesystem>
 
-#include "kv/snapshot.h"
-#include "kv/state_loader.h"
+#include "kv/state.h"
+#include "kv/state.h"
 #include "kv/strict_json.h"
 #include "kv/kv_test_util.h"
 #include "support/test_support.h"
@@ -19,12 +19,12 @@ namespace ember::test {
 namespace {
 
 namespace fs = std::filesystem;
-using kv::Snapshot;
 using kv::SnapshotManifest;
+using kv::VerifiedState;
 
 std::string write_valid(const std::string& tag, int positions = 7) {
   const std::string dir = temp_dir(tag) + "/snap";
-  kv::write_snapshot(make_snapshot(3, 2, 8, positions, 11, positions + 5), dir, false);
+  kv::write_state_dir(make_snapshot(3, 2, 8, positions, 11, positions + 5), dir, false);
   return dir;
 }
 
@@ -37,7 +37,7 @@ std::string verify_error(const std::string& dir) {
 
 std::string read_error(const std::string& dir) {
   try {
-    kv::read_snapshot(dir);
+    kv::read_state_dir(dir);
   } catch (const Error& e) {
     return e.what();
   }
@@ -52,12 +52,13 @@ void expect_rejected(const std::string& dir, const std::string& needle) {
 }
 
 TEST(SnapshotManifest, CanonicalJsonIsStableAndRoundTrips) {
-  const Snapshot s = make_snapshot(2, 2, 4, 5);
-  const std::string a = s.manifest.to_json();
-  EXPECT_EQ(a, s.manifest.to_json());
+  const VerifiedState s = make_snapshot(2, 2, 4, 5);
+  const std::string a = s.manifest().to_json();
+  EXPECT_EQ(a, s.manifest().to_json());
+  EXPECT_EQ(a, s.manifest_text());
   const SnapshotManifest back = SnapshotManifest::from_json(a, "test");
   EXPECT_EQ(back.to_json(), a);
-  EXPECT_EQ(back.prefix.tokens, s.manifest.prefix.tokens);
+  EXPECT_EQ(back.prefix.tokens, s.manifest().prefix.tokens);
   EXPECT_EQ(back.rope.theta, 1000000.0f);
   // Fixed key order: format first, payload last; tokens on one line.
   EXPECT_EQ(a.rfind("{\n  \"format\": \"ember.kv-snapshot\",\n  \"version\": 1,", 0), 0u) << a;
@@ -67,26 +68,31 @@ TEST(SnapshotManifest, CanonicalJsonIsStableAndRoundTrips) {
 }
 
 TEST(SnapshotFiles, WriteReadRoundTripIsExact) {
-  const Snapshot s = make_snapshot(3, 2, 8, 7, 5, 12);
+  const VerifiedState s = make_snapshot(3, 2, 8, 7, 5, 12);
   const std::string dir = temp_dir("rt") + "/snap";
-  kv::write_snapshot(s, dir, false);
+  kv::write_state_dir(s, dir, false);
   EXPECT_EQ(verify_error(dir), "");
-  const Snapshot r = kv::read_snapshot(dir);
-  EXPECT_EQ(r.manifest.to_json(), s.manifest.to_json());
-  EXPECT_EQ(slurp(dir + "/manifest.json"), s.manifest.to_json());
-  ASSERT_EQ(r.cache.n_pos, 7);
-  ASSERT_EQ(r.cache.capacity, 7);  // no unused capacity on disk
+  const VerifiedState r = kv::read_state_dir(dir);
+  EXPECT_EQ(r.manifest().to_json(), s.manifest().to_json());
+  EXPECT_EQ(slurp(dir + "/manifest.json"), s.manifest().to_json());
+  ASSERT_EQ(r.cache().n_pos, 7);
+  ASSERT_EQ(r.cache().capacity, 7);  // no unused capacity on disk unless asked for
+  // A reader asked for room to decode leaves it after the P positions.
+  const VerifiedState roomy = kv::read_state_dir(dir, {kv::Accept::native, false, /*capacity=*/10});
+  EXPECT_EQ(roomy.cache().capacity, 10);
+  EXPECT_EQ(roomy.cache().n_pos, 7);
+  EXPECT_EQ(roomy.cache().k_row(2, 1, 6)[7], s.cache().k_row(2, 1, 6)[7]);
   for (int l = 0; l < 3; ++l)
     for (int h = 0; h < 2; ++h)
       for (int p = 0; p < 7; ++p)
         for (int d = 0; d < 8; ++d) {
-          ASSERT_EQ(r.cache.k_row(l, h, p)[d], s.cache.k_row(l, h, p)[d]);
-          ASSERT_EQ(r.cache.v_row(l, h, p)[d], s.cache.v_row(l, h, p)[d]);
+          ASSERT_EQ(r.cache().k_row(l, h, p)[d], s.cache().k_row(l, h, p)[d]);
+          ASSERT_EQ(r.cache().v_row(l, h, p)[d], s.cache().v_row(l, h, p)[d]);
         }
   EXPECT_EQ(fs::file_size(dir + "/keys.f16le"), 2u * 3 * 2 * 7 * 8);
   // Writing what was read gives the same bytes again.
   const std::string dir2 = temp_dir("rt2") + "/snap";
-  kv::write_snapshot(r, dir2, false);
+  kv::write_state_dir(r, dir2, false);
   for (const char* f : {"manifest.json", "keys.f16le", "values.f16le"})
     EXPECT_EQ(slurp(dir + "/" + f), slurp(dir2 + "/" + f)) << f;
 }
@@ -94,30 +100,32 @@ TEST(SnapshotFiles, WriteReadRoundTripIsExact) {
 TEST(SnapshotFiles, RefusesOverwriteWithoutForce) {
   const std::string dir = write_valid("force");
   const std::string before = slurp(dir + "/keys.f16le");
-  const Snapshot other = make_snapshot(3, 2, 8, 9, 99);
+  const VerifiedState other = make_snapshot(3, 2, 8, 9, 99);
   try {
-    kv::write_snapshot(other, dir, false);
+    kv::write_state_dir(other, dir, false);
     ADD_FAILURE() << "overwrote without force";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--force"), std::string::npos) << e.what();
   }
   EXPECT_EQ(slurp(dir + "/keys.f16le"), before);
-  kv::write_snapshot(other, dir, true);
-  EXPECT_EQ(kv::read_snapshot(dir).manifest.geometry.positions, 9);
+  kv::write_state_dir(other, dir, true);
+  EXPECT_EQ(kv::read_state_dir(dir).manifest().geometry.positions, 9);
   EXPECT_EQ(std::distance(fs::directory_iterator(fs::path(dir).parent_path()), {}), 1);
 }
 
 TEST(SnapshotFiles, InterruptedWriteLeavesNothing) {
-  // A cache modified after sealing: the writer notices after the keys file is complete and
-  // aborts; neither the target nor a temporary may remain.
-  Snapshot s = make_snapshot(2, 2, 4, 6);
-  s.cache.v_row(1, 1, 5)[3] ^= 1;
+  // A value the writer refuses in the second payload: it notices after the keys file is
+  // complete and aborts; neither the target nor a temporary may remain.
+  kv::KvState bad = make_state(2, 2, 4, 6);
+  bad.cache.v_row(1, 1, 5)[3] = 0x7e00;
+  const VerifiedState s = kv::seal(std::move(bad), "test");
   const std::string parent = temp_dir("interrupt");
   try {
-    kv::write_snapshot(s, parent + "/snap", false);
-    ADD_FAILURE() << "wrote a cache that does not match its seal";
+    kv::write_state_dir(s, parent + "/snap", false);
+    ADD_FAILURE() << "wrote a non-finite cache";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("payload.values.sha256"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("values.f16le: payload.values: expected finite"), std::string::npos)
+        << e.what();
   }
   EXPECT_TRUE(fs::is_empty(parent));
 }
@@ -130,7 +138,7 @@ TEST(SnapshotFiles, StaleTemporaryOfAKilledWriterIsRemoved) {
   const std::string parent = temp_dir("stale"), temp = "/.snap.tmp-" + std::to_string(dead) + "-0";
   fs::create_directories(parent + temp);
   spit(parent + temp + "/keys.f16le", "half");
-  kv::write_snapshot(make_snapshot(1, 1, 2, 1), parent + "/snap", false);
+  kv::write_state_dir(make_snapshot(1, 1, 2, 1), parent + "/snap", false);
   EXPECT_EQ(std::distance(fs::directory_iterator(parent), {}), 1);
 }
 
@@ -314,12 +322,13 @@ TEST(SnapshotVerify, ReportListsEveryCheck) {
 TEST(StateLoader, DispatchesOnDirectoryOrFile) {
   const std::string dir = write_valid("loader");
   EXPECT_EQ(kv::state_kind(dir), "snapshot-dir");
-  EXPECT_EQ(kv::load_state(dir).manifest.to_json(), kv::read_manifest(dir).to_json());
+  EXPECT_EQ(kv::open_state(dir).manifest().to_json(),
+            kv::read_state_header(dir, kv::Accept::native).header.manifest.to_json());
   const std::string other = temp_dir("loader-file") + "/x.bin";
   spit(other, "not a state");
   EXPECT_EQ(kv::state_kind(other), "");
-  EXPECT_THROW(kv::load_state(other), Error);
-  EXPECT_THROW(kv::load_state(other + ".missing"), Error);
+  EXPECT_THROW(kv::open_state(other), Error);
+  EXPECT_THROW(kv::open_state(other + ".missing"), Error);
 }
 
 TEST(StrictJson, DuplicateDetectionKeepsSiblingsApart) {

@@ -2,7 +2,7 @@
 // write_state_dir) behind every entry point, for both kinds (native and mapped), and the
 // refusal of non-finite K/V wherever a cache is written or read. No model needed: the
 // entry points are the library calls the commands make (kv verify: verify_snapshot, kv
-// replay: load_state, kvc pack: pack_snapshot_dir, map replay: read_mapped_state), plus the
+// replay: open_state native, kvc pack: pack_snapshot_dir, map replay: open_state mapped), plus the
 // CLI where it refuses before loading any model.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -12,9 +12,7 @@
 
 #include "kv/kv_test_util.h"
 #include "kv/kvc1_snapshot.h"
-#include "kv/mapped_state.h"
-#include "kv/snapshot.h"
-#include "kv/state_loader.h"
+#include "kv/state.h"
 #include "kv/strict_json.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
@@ -31,36 +29,27 @@ size_t value_index(int layer, int head, int pos, int dim) {
   return ((size_t(layer) * kH + head) * kP + pos) * kD + dim;
 }
 
-kv::MappedState make_mapped(uint32_t seed = 3) {
-  kv::Snapshot s = make_snapshot(kL, kH, kD, kP, seed, kP + 4);
-  kv::MappedState m;
-  m.manifest = s.manifest;
-  m.cache = std::move(s.cache);
-  m.mapping.kind = "ridge";
-  m.mapping.relation = "quantization-boundary";
-  m.mapping.mapper_hash = sha256_hex("mapper");
-  m.mapping.calibration_split_hash = sha256_hex("split");
-  m.mapping.shared_layers = 1;
-  m.mapping.anchor = kL;
-  m.mapping.layer_roles = {"reused", "mapped", "mapped"};
-  m.mapping.source_model_identity = sha256_hex("source model");
-  m.mapping.source_manifest_sha256 = sha256_hex("source manifest");
-  m.mapping.source_prefix_sha256 = m.manifest.prefix.sha256;
+kv::KvState make_mapped(uint32_t seed = 3) {
+  kv::KvState m = make_state(kL, kH, kD, kP, seed, kP + 4);
+  m.provenance = test_mapping(kL, m.manifest.prefix.sha256);
   return m;
 }
 
+const kv::MappedProvenance& mapping_of(const kv::StateHeader& h) { return *h.mapping(); }
+
 std::string write_native(const std::string& tag) {
   const std::string dir = temp_dir(tag) + "/snap";
-  kv::write_snapshot(make_snapshot(kL, kH, kD, kP, 11, kP + 5), dir, false);
+  kv::write_state_dir(make_snapshot(kL, kH, kD, kP, 11, kP + 5), dir, false);
   return dir;
 }
 
 std::string write_mapped(const std::string& tag) {
   const std::string dir = temp_dir(tag) + "/mapped";
-  kv::MappedState m = make_mapped();
-  kv::write_mapped_state(m, dir, false);
+  write_state(make_mapped(), dir);
   return dir;
 }
+
+void read_mapped(const std::string& dir) { kv::open_state(dir, {kv::Accept::mapped}); }
 
 // Writes `bits` at one value of a payload file and re-hashes the manifest entry, so that only
 // the finiteness rule can refuse the result.
@@ -83,7 +72,7 @@ struct EntryPoint {
 std::vector<EntryPoint> entry_points() {
   return {
       {"kv verify", [](const std::string& d) { return kv::verify_snapshot(d).error; }},
-      {"kv replay", [](const std::string& d) { return error_of([&] { kv::load_state(d); }); }},
+      {"kv replay", [](const std::string& d) { return error_of([&] { kv::open_state(d); }); }},
       {"kvc pack",
        [](const std::string& d) {
          const std::string out = d + ".kvc";
@@ -91,7 +80,7 @@ std::vector<EntryPoint> entry_points() {
          if (!e.empty() && path_exists(out)) e += " (and it wrote " + out + ")";
          return e;
        }},
-      {"map replay", [](const std::string& d) { return error_of([&] { kv::read_mapped_state(d); }); }},
+      {"map replay", [](const std::string& d) { return error_of([&] { read_mapped(d); }); }},
   };
 }
 
@@ -147,7 +136,7 @@ TEST(StateDir, MappedManifestWithoutMappingIsRefusedByEveryEntryPoint) {
 
 TEST(StateDir, NativeManifestWithAMappingIsRefused) {
   const std::string dir = write_native("add-mapping");
-  edit_manifest(dir, [](auto& j) { j["mapping"] = make_mapped().mapping.to_json(); });
+  edit_manifest(dir, [](auto& j) { j["mapping"] = mapping_of(make_mapped()).to_json(); });
   expect_refused_everywhere(dir, "manifest.json: mapping: expected no such key");
 }
 
@@ -193,7 +182,7 @@ TEST(StateDir, MappingIsReadStrictly) {
   for (const auto& c : cases) {
     const std::string dir = write_mapped("mapping-strict");
     edit_manifest(dir, c.edit);
-    const std::string err = error_of([&] { kv::read_mapped_state(dir); });
+    const std::string err = error_of([&] { read_mapped(dir); });
     EXPECT_NE(err.find(c.needle), std::string::npos) << c.needle << ": " << err;
   }
 }
@@ -202,36 +191,37 @@ TEST(StateDir, MappingIsReadStrictly) {
 
 TEST(StateDir, MappedCacheRoundTripsAndItsManifestIsCanonical) {
   const std::string dir = write_mapped("mapped-rt");
-  const kv::MappedState want = make_mapped();
-  const kv::MappedState got = kv::read_mapped_state(dir);
-  EXPECT_EQ(got.mapping.to_json(), want.mapping.to_json());
-  ASSERT_EQ(got.cache.n_pos, kP);
+  const kv::KvState want = make_mapped();
+  const kv::VerifiedState got = kv::open_state(dir, {kv::Accept::mapped});
+  EXPECT_EQ(mapping_of(got.header()).to_json(), mapping_of(want).to_json());
+  ASSERT_EQ(got.cache().n_pos, kP);
   for (int l = 0; l < kL; ++l)
     for (int h = 0; h < kH; ++h)
       for (int p = 0; p < kP; ++p)
-        for (int d = 0; d < kD; ++d) ASSERT_EQ(got.cache.k_row(l, h, p)[d], want.cache.k_row(l, h, p)[d]);
+        for (int d = 0; d < kD; ++d) ASSERT_EQ(got.cache().k_row(l, h, p)[d], want.cache.k_row(l, h, p)[d]);
   const std::string text = slurp(dir + "/manifest.json");
-  EXPECT_EQ(text, kv::state_manifest_json(got.manifest, &got.mapping, "test"));
+  EXPECT_EQ(text, kv::state_manifest_json(got.header(), "test"));
+  EXPECT_EQ(text, got.manifest_text());
   // The native manifest's canonical bytes with format replaced, then "mapping", then the seal
   // of the whole (kv/seal.h) last.
-  std::string native = got.manifest.to_json();
+  std::string native = got.manifest().to_json();
   native.replace(native.find("\"ember.kv-snapshot\""), 19, "\"ember.kv-mapped\"");
   native.resize(native.rfind(",\n  \"seal\""));
   EXPECT_EQ(text.rfind(native + ",\n  \"mapping\": {\n    \"kind\": \"ridge\",", 0), 0u) << text;
-  const std::string seal = kv::state_seal(got.manifest, &got.mapping);
-  EXPECT_EQ(got.manifest.seal, seal);
+  const std::string seal = kv::state_seal(got.header());
+  EXPECT_EQ(got.manifest().seal, seal);
   const std::string tail = ",\n  \"seal\": \"" + seal + "\"\n}\n";
   EXPECT_EQ(text.substr(text.size() - tail.size()), tail) << text;
   // Payload bytes are exactly what a native snapshot of the same cache holds.
-  kv::Snapshot s{want.manifest, want.cache.copy()};
-  kv::seal(s);
+  kv::KvState s;
+  s.manifest = want.manifest;
+  s.cache = want.cache.copy();
   const std::string ndir = temp_dir("mapped-rt-native") + "/snap";
-  kv::write_snapshot(s, ndir, false);
+  write_state(std::move(s), ndir);
   for (const char* f : {"keys.f16le", "values.f16le"}) EXPECT_EQ(slurp(dir + "/" + f), slurp(ndir + "/" + f)) << f;
   // Writing what was read gives the same bytes again.
-  kv::MappedState again{got.manifest, got.cache.copy(), got.mapping};
   const std::string dir2 = temp_dir("mapped-rt2") + "/mapped";
-  kv::write_mapped_state(again, dir2, false);
+  kv::write_state_dir(got, dir2, false);
   for (const char* f : {"manifest.json", "keys.f16le", "values.f16le"})
     EXPECT_EQ(slurp(dir + "/" + f), slurp(dir2 + "/" + f)) << f;
 }
@@ -241,7 +231,7 @@ TEST(StateDir, TamperedMappedPayloadIsRefusedByHash) {
   std::string b = slurp(dir + "/values.f16le");
   b[5] ^= 1;
   spit(dir + "/values.f16le", b);
-  EXPECT_NE(error_of([&] { kv::read_mapped_state(dir); }).find("payload.values.sha256"), std::string::npos);
+  EXPECT_NE(error_of([&] { read_mapped(dir); }).find("payload.values.sha256"), std::string::npos);
 }
 
 // ---- defect 7: non-finite K/V --------------------------------------------------------------
@@ -277,7 +267,7 @@ TEST(NonFinite, NanWithAMatchingHashIsRefusedByVerifyReplayAndPack) {
 TEST(NonFinite, InfInAMappedCacheIsRefusedByMapReplay) {
   const std::string dir = write_mapped("inf-mapped");
   poison(dir, kv::Payload::values, value_index(2, 1, 6, 7), 0xfc00);
-  const std::string err = error_of([&] { kv::read_mapped_state(dir); });
+  const std::string err = error_of([&] { read_mapped(dir); });
   EXPECT_NE(err.find("values.f16le: payload.values: expected finite f16 values (exponent bits not all ones), "
                      "found -Inf (f16 0xfc00) at layer 2, kv_head 1, position 6, dim 7"),
             std::string::npos)
@@ -289,15 +279,16 @@ TEST(NonFinite, InfInAMappedCacheIsRefusedByMapReplay) {
 
 TEST(NonFinite, WritersRefuseAndLeaveNothing) {
   const std::string parent = temp_dir("nan-write");
-  kv::Snapshot s = make_snapshot(kL, kH, kD, kP, 4, kP + 2);
-  s.cache.v_row(0, 1, 2)[3] = 0x7c00;  // +Inf
-  kv::seal(s);  // a seal over the bad bytes: only the finiteness rule refuses
+  kv::KvState bad = make_state(kL, kH, kD, kP, 4, kP + 2);
+  bad.cache.v_row(0, 1, 2)[3] = 0x7c00;  // +Inf
+  const kv::VerifiedState s = kv::seal(std::move(bad), "test");  // a seal over the bad bytes
+  EXPECT_FALSE(s.finite());  // only the finiteness rule refuses
   const std::string needle = "found +Inf (f16 0x7c00) at layer 0, kv_head 1, position 2, dim 3";
-  EXPECT_NE(error_of([&] { kv::write_snapshot(s, parent + "/snap", false); }).find(needle), std::string::npos);
-  EXPECT_NE(error_of([&] { kv::write_snapshot_kvc1(s, parent + "/s.kvc", false); }).find(needle), std::string::npos);
-  kv::MappedState m = make_mapped();
+  EXPECT_NE(error_of([&] { kv::write_state_dir(s, parent + "/snap", false); }).find(needle), std::string::npos);
+  EXPECT_NE(error_of([&] { kv::write_state_kvc1(s, parent + "/s.kvc", false); }).find(needle), std::string::npos);
+  kv::KvState m = make_mapped();
   m.cache.k_row(1, 0, 0)[0] = 0xffff;  // a NaN with the sign bit set
-  EXPECT_NE(error_of([&] { kv::write_mapped_state(m, parent + "/mapped", false); })
+  EXPECT_NE(error_of([&] { write_state(std::move(m), parent + "/mapped"); })
                 .find("found NaN (f16 0xffff) at layer 1, kv_head 0, position 0, dim 0"),
             std::string::npos);
   EXPECT_TRUE(fs::is_empty(parent));
@@ -305,7 +296,7 @@ TEST(NonFinite, WritersRefuseAndLeaveNothing) {
 
 // A KVC1 file whose state hashes match NaN payloads (written with the container's low-level
 // writer, since ember's own writers refuse them).
-std::string write_nan_kvc1(const std::string& path, kv::Snapshot& s) {
+std::string write_nan_kvc1(const std::string& path, const kv::KvState& s) {
   std::vector<kv::Kvc1TensorSource> src;
   const size_t per_layer = size_t(kH) * kP * kD;
   for (uint32_t i = 0; i < 2 * kL; ++i) {
@@ -317,22 +308,24 @@ std::string write_nan_kvc1(const std::string& path, kv::Snapshot& s) {
     t.emit = [p, per_layer](ByteSink& out) { out.write(p, per_layer * 2); };
     src.push_back(t);
   }
-  kv::write_kvc1_file(path, kv::kvc1_native_header(s.manifest), src, false);
+  kv::write_kvc1_file(path, kv::kvc1_state_header(s), src, false);
   return path;
 }
 
 TEST(NonFinite, Kvc1ReaderAndUnpackRefuseAndCompareMayOptIn) {
   const std::string dir = temp_dir("nan-kvc1");
-  kv::Snapshot s = make_snapshot(kL, kH, kD, kP, 8);  // capacity == positions: tensors are contiguous
-  s.cache.k_row(2, 1, 4)[6] = 0x7e01;
-  kv::seal(s);
-  const std::string kvc = write_nan_kvc1(dir + "/nan.kvc", s);
-  const std::string needle = "nan.kvc: K payloads: expected finite f16 values (exponent bits not all ones), found "
+  kv::KvState bad = make_state(kL, kH, kD, kP, 8);  // capacity == positions: tensors are contiguous
+  bad.cache.k_row(2, 1, 4)[6] = 0x7e01;
+  const kv::VerifiedState s = kv::seal(std::move(bad), "test");
+  const std::string kvc = write_nan_kvc1(dir + "/nan.kvc", s.state());
+  const std::string needle = "nan.kvc: state.keys: expected finite f16 values (exponent bits not all ones), found "
                              "NaN (f16 0x7e01) at layer 2, kv_head 1, position 4, dim 6";
-  EXPECT_NE(error_of([&] { kv::load_state(kvc); }).find(needle), std::string::npos);
+  EXPECT_NE(error_of([&] { kv::open_state(kvc); }).find(needle), std::string::npos);
   EXPECT_NE(error_of([&] { kv::unpack_kvc1(kvc, dir + "/out", false); }).find(needle), std::string::npos);
   EXPECT_FALSE(path_exists(dir + "/out"));
-  EXPECT_EQ(kv::load_state(kvc, /*allow_non_finite=*/true).cache.k_row(2, 1, 4)[6], 0x7e01);
+  const kv::VerifiedState allowed = kv::open_state(kvc, {kv::Accept::native, /*allow_non_finite=*/true});
+  EXPECT_EQ(allowed.cache().k_row(2, 1, 4)[6], 0x7e01);
+  EXPECT_FALSE(allowed.finite());
 }
 
 TEST(NonFinite, CompareRefusesUnlessAllowed) {

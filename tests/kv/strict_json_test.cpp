@@ -7,7 +7,7 @@
 #include <string>
 
 #include "support/test_support.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
 #include "kv/strict_json.h"
 #include "util/error.h"
 

@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "kv/mapped_state.h"
+#include "kv/state.h"
 #include "map/hybrid.h"
 #include "model/engine.h"
 #include "support/test_support.h"
@@ -38,18 +38,20 @@ TEST(Hybrid, TheExactHybridGivesTheTargetsOwnLogitsBitForBit) {
   EXPECT_EQ(std::memcmp(hybrid.data(), ref.first_logits.data(), hybrid.size() * sizeof(float)), 0);
   EXPECT_EQ(ref.greedy.size(), 4u);
 
-  const kv::MappedState st = hybrid_mapped_state(run, p.te, p.tokenizer->identity(), p.source->identity(), nullptr);
-  EXPECT_EQ(st.mapping.kind, "hybrid");
-  EXPECT_EQ(st.mapping.anchor, run.s);
-  EXPECT_EQ(st.mapping.shared_layers, run.s);
-  EXPECT_EQ(st.mapping.source_model_identity, p.source->identity());
-  ASSERT_EQ(st.mapping.layer_roles.size(), size_t(p.target->config().n_layers));
-  EXPECT_EQ(st.mapping.layer_roles[0], "reused");
-  EXPECT_EQ(st.mapping.layer_roles[size_t(run.s)], "recomputed");
-  EXPECT_EQ(st.mapping.layer_roles.back(), "kv-projected");  // the last layer: its K/V projections only
-  EXPECT_EQ(st.manifest.prefix.tokens, std::vector<int32_t>(p.ids.begin(), p.ids.end() - 1));
-  EXPECT_EQ(st.manifest.resume.token, p.ids.back());
-  EXPECT_EQ(st.cache.n_pos, int(p.ids.size()) - 1);
+  const kv::KvState state = hybrid_mapped_state(run, p.te, p.tokenizer->identity(), p.source->identity(), nullptr);
+  ASSERT_EQ(state.kind(), kv::StateKind::mapped);
+  const kv::MappedProvenance& mapping = *state.mapping();
+  EXPECT_EQ(mapping.kind, "hybrid");
+  EXPECT_EQ(mapping.anchor, run.s);
+  EXPECT_EQ(mapping.shared_layers, run.s);
+  EXPECT_EQ(mapping.source_model_identity, p.source->identity());
+  ASSERT_EQ(mapping.layer_roles.size(), size_t(p.target->config().n_layers));
+  EXPECT_EQ(mapping.layer_roles[0], "reused");
+  EXPECT_EQ(mapping.layer_roles[size_t(run.s)], "recomputed");
+  EXPECT_EQ(mapping.layer_roles.back(), "kv-projected");  // the last layer: its K/V projections only
+  EXPECT_EQ(state.manifest.prefix.tokens, std::vector<int32_t>(p.ids.begin(), p.ids.end() - 1));
+  EXPECT_EQ(state.manifest.resume.token, p.ids.back());
+  EXPECT_EQ(state.cache.n_pos, int(p.ids.size()) - 1);
 }
 
 TEST(Hybrid, BadAnchorsAndAMissingMapperAreRefusedByField) {

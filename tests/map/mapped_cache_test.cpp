@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "kv/import.h"
-#include "kv/mapped_state.h"
-#include "kv/snapshot.h"
+#include "kv/state.h"
+#include "kv/state.h"
 #include "map/mapper.h"
 #include "map/metrics.h"
 #include "map/target_coords.h"
@@ -33,7 +33,7 @@ std::vector<int32_t> export_native(const std::string& dir, const std::string& pr
   const auto ids = t->encode(prompt, true);
   model::KvCache full = e.new_cache(int(ids.size()) + n + 2);
   std::vector<float> logits = e.forward(full, ids);
-  kv::Snapshot s;
+  kv::KvState s;
   s.manifest = map::target_coordinates(e, t->identity());
   s.manifest.prefix.tokens = ids;
   s.manifest.resume.token = first_argmax(logits.data(), int(logits.size()));
@@ -41,10 +41,9 @@ std::vector<int32_t> export_native(const std::string& dir, const std::string& pr
   s.cache = model::KvCache(full.n_layers, full.n_kv_heads, full.head_dim, int(ids.size()));
   s.cache.n_pos = int(ids.size());
   s.cache.copy_prefix(full, int(ids.size()));
-  kv::seal(s);
-  kv::write_snapshot(s, dir, false);
-  std::vector<int32_t> out;
   int32_t next = s.manifest.resume.token;
+  kv::write_state_dir(kv::seal(std::move(s), dir), dir, false);
+  std::vector<int32_t> out;
   for (int i = 0; i < n; ++i) {
     logits = e.forward(full, std::span<const int32_t>(&next, 1));
     next = first_argmax(logits.data(), int(logits.size()));
@@ -81,15 +80,16 @@ TEST(MappedCache, IdentityMapOntoItsOwnModelReplaysTheNativeContinuation) {
   // Every artifact comes with a bridge receipt that validates against the schema.
   for (const char* r : {"/id.receipt.json", "/ridge.receipt.json", "/mapped.receipt.json"})
     EXPECT_EQ(test::run_command(bin + " contract validate " + dir + r, &out), 0) << r << ": " << out;
-  const kv::MappedState st = kv::read_mapped_state(dir + "/mapped");
-  const kv::Snapshot snap = kv::read_snapshot(dir + "/snap");
-  EXPECT_EQ(st.cache.k, snap.cache.k);  // identity: the native bits
-  EXPECT_EQ(st.cache.v, snap.cache.v);
-  EXPECT_EQ(st.mapping.kind, "identity");
-  EXPECT_EQ(st.mapping.mapper_hash, Mapper::read(dir + "/id").hash());
+  const kv::VerifiedState st = kv::open_state(dir + "/mapped", {kv::Accept::mapped});
+  const kv::VerifiedState snap = kv::open_state(dir + "/snap");
+  const kv::MappedProvenance& mapping = *st.header().mapping();
+  EXPECT_EQ(st.cache().k, snap.cache().k);  // identity: the native bits
+  EXPECT_EQ(st.cache().v, snap.cache().v);
+  EXPECT_EQ(mapping.kind, "identity");
+  EXPECT_EQ(mapping.mapper_hash, Mapper::read(dir + "/id").hash());
   // The relation stated at fit time travels into the mapper, the mapped cache and every receipt.
   EXPECT_EQ(Mapper::read(dir + "/id").relation, "quantization-boundary");
-  EXPECT_EQ(st.mapping.relation, "quantization-boundary");
+  EXPECT_EQ(mapping.relation, "quantization-boundary");
   for (const char* r : {"/id.receipt.json", "/ridge.receipt.json", "/mapped.receipt.json"})
     EXPECT_EQ(nlohmann::json::parse(read_file(dir + r))["translator"]["relation"], "quantization-boundary") << r;
   // map fit requires --relation; map apply refuses one that contradicts the mapper's.
@@ -120,10 +120,10 @@ TEST(MappedCache, IdentityMapOntoItsOwnModelReplaysTheNativeContinuation) {
   // it is mapped, and (identity map) finds no difference.
   ASSERT_EQ(test::run_command(bin + " kv compare " + dir + "/snap " + dir + "/mapped --json", &out), 0) << out;
   EXPECT_NE(out.find("\"mapped\""), std::string::npos) << out;
-  EXPECT_NE(out.find(st.mapping.mapper_hash), std::string::npos) << out;
+  EXPECT_NE(out.find(mapping.mapper_hash), std::string::npos) << out;
   // A mapped cache never passes for a native snapshot.
   try {
-    kv::read_snapshot(dir + "/mapped");
+    kv::open_state(dir + "/mapped");
     FAIL() << "a mapped cache was read as a native snapshot";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("ember.kv-mapped"), std::string::npos) << e.what();
@@ -152,7 +152,7 @@ TEST(MappedCache, TamperedPayloadIsRejected) {
     v[5] ^= 1;
     write_file_atomic(dir + "/mapped/values.f16le", v, true);
   }
-  EXPECT_THROW(kv::read_mapped_state(dir + "/mapped"), Error);
+  EXPECT_THROW(kv::open_state(dir + "/mapped", {kv::Accept::mapped}), Error);
 }
 
 // The mapped manifest goes through the strict parse: a duplicated key (which a plain parse
@@ -168,14 +168,14 @@ TEST(MappedCache, DuplicatedManifestKeyIsRejected) {
   std::string out;
   ASSERT_EQ(test::run_command(test::ember_binary() + " map apply --mapper " + dir + "/id --snapshot " + dir +
                                   "/snap --target " + base + " --output " + dir + "/mapped", &out), 0) << out;
-  ASSERT_NO_THROW(kv::read_mapped_state(dir + "/mapped"));
+  ASSERT_NO_THROW(kv::open_state(dir + "/mapped", {kv::Accept::mapped}));
   std::string text = read_file(dir + "/mapped/manifest.json");
   const size_t at = text.find('{');
   ASSERT_NE(at, std::string::npos);
   text.insert(at + 1, "\"format\": \"ember.kv-snapshot.v1\",");
   write_file_atomic(dir + "/mapped/manifest.json", text, true);
   try {
-    kv::read_mapped_state(dir + "/mapped");
+    kv::open_state(dir + "/mapped", {kv::Accept::mapped});
     ADD_FAILURE() << "accepted a duplicated key";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("format: expected a key that appears once"), std::string::npos) << e.what();

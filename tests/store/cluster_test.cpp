@@ -81,7 +81,7 @@ TEST(StoreCluster, OneSnapshotLivesOnOneNodeAndMovedAndAskAreFollowed) {
   Cluster c;
   start_cluster(c, dir);
   if (HasFatalFailure()) return;
-  const kv::Snapshot s = test::make_snapshot(2, 2, 64, 64);
+  const kv::VerifiedState s = test::make_snapshot(2, 2, 64, 64);
   Store writer = Store::open(c.seeds(0));
   const PutResult r = writer.put(s, {"clustered", false, 4096});
   size_t keys = 0;
@@ -91,7 +91,7 @@ TEST(StoreCluster, OneSnapshotLivesOnOneNodeAndMovedAndAskAreFollowed) {
   // Read through each of the other nodes as the first seed.
   for (size_t first : {size_t(1), size_t(2)}) {
     Store reader = Store::open(c.seeds(first));
-    EXPECT_EQ(reader.get(reader.resolve(r.ns + "/clustered")).cache.k, s.cache.k);
+    EXPECT_EQ(reader.get(reader.resolve(r.ns + "/clustered")).cache().k, s.cache().k);
   }
   EXPECT_TRUE(writer.verify().ok());
 
@@ -102,7 +102,7 @@ TEST(StoreCluster, OneSnapshotLivesOnOneNodeAndMovedAndAskAreFollowed) {
   const std::string src_id = trim(test::redis_cli(src_port, "CLUSTER MYID"));
   const std::string dst_id = trim(test::redis_cli(dst_port, "CLUSTER MYID"));
   Store learned = Store::open(c.seeds(size_t(owner)));  // has read from the owner: caches it
-  ASSERT_EQ(learned.get(r.seal).cache.v, s.cache.v);
+  ASSERT_EQ(learned.get(r.seal).cache().v, s.cache().v);
   test::redis_cli(dst_port, "CLUSTER SETSLOT " + slot + " IMPORTING " + src_id);
   test::redis_cli(src_port, "CLUSTER SETSLOT " + slot + " MIGRATING " + dst_id);
   auto migrate = [&](const std::string& key) {
@@ -112,14 +112,14 @@ TEST(StoreCluster, OneSnapshotLivesOnOneNodeAndMovedAndAskAreFollowed) {
   };
   migrate(KeyLayout::entry(r.seal));  // the record moved, its chunks not yet: the read needs ASK
   const RedirectCounts before = redis_redirects_followed();
-  EXPECT_EQ(learned.get(r.seal).cache.k, s.cache.k);
+  EXPECT_EQ(learned.get(r.seal).cache().k, s.cache().k);
   const RedirectCounts during = redis_redirects_followed();
   EXPECT_GT(during.ask, before.ask);
   EXPECT_EQ(during.moved, before.moved);
   for (const std::string& k : lines(test::redis_cli(src_port, "CLUSTER GETKEYSINSLOT " + slot + " 100000")))
     migrate(k);
   for (auto& n : c.nodes) test::redis_cli(n->port(), "CLUSTER SETSLOT " + slot + " NODE " + dst_id);
-  EXPECT_EQ(learned.get(r.seal).cache.k, s.cache.k);  // MOVED, followed
+  EXPECT_EQ(learned.get(r.seal).cache().k, s.cache().k);  // MOVED, followed
   EXPECT_GT(redis_redirects_followed().moved, during.moved);
   const auto [owner2, holders2] = owner_of(c, r.seal, &keys);
   EXPECT_EQ(owner2, to);

@@ -55,14 +55,14 @@ int wait_exit(pid_t pid) {
 
 // The store holds the whole state or none of it; whatever a dead put left is named by verify
 // as orphan chunks or a stale marker (never a bad entry) and removed by gc.
-void check_all_or_nothing(const std::string& uri, const kv::Snapshot& s, int trial, bool* complete) {
+void check_all_or_nothing(const std::string& uri, const kv::VerifiedState& s, int trial, bool* complete) {
   Store st = Store::open(uri);
-  const std::string seal = kv::state_seal(s.manifest, nullptr);
+  const std::string seal = s.manifest().seal;
   *complete = st.backend().exists(KeyLayout::entry(seal));
   if (*complete) {
-    const kv::Snapshot g = st.get(seal, false);
-    EXPECT_EQ(g.cache.k, s.cache.k) << "trial " << trial;
-    EXPECT_EQ(g.cache.v, s.cache.v) << "trial " << trial;
+    const kv::VerifiedState g = st.get(seal, false);
+    EXPECT_EQ(g.cache().k, s.cache().k) << "trial " << trial;
+    EXPECT_EQ(g.cache().v, s.cache().v) << "trial " << trial;
   }
   for (const VerifyFinding& f : st.verify().findings)
     EXPECT_TRUE(f.what == "orphan-chunks" || f.what == "stale-pending") << "trial " << trial << ": " << f.what << " "
@@ -79,8 +79,8 @@ void check_all_or_nothing(const std::string& uri, const kv::Snapshot& s, int tri
 // positions: 256 gives 2 x 512 KiB (256 chunks of 4 KiB); the dir: store fsyncs each chunk.
 void kill_loop(const std::string& uri, int trials, int positions) {
   const std::string dir = test::temp_dir("store-kill");
-  kv::Snapshot s = test::make_snapshot(4, 4, 64, positions);
-  kv::write_snapshot(s, dir + "/snap", false);
+  kv::VerifiedState s = test::make_snapshot(4, 4, 64, positions);
+  kv::write_state_dir(s, dir + "/snap", false);
   const auto t0 = Clock::now();
   ASSERT_EQ(wait_exit(spawn_put(uri, dir + "/snap")), 0);
   const double full_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
@@ -117,9 +117,9 @@ TEST(StoreFaults, RedisKilledDuringAPutAndRestartedWithAofShowsNoPartialEntry) {
   const std::vector<std::string> aof = {"--appendonly", "yes", "--appendfsync", "always"};
   auto server = std::make_unique<test::RedisServer>(dir, aof);
   const int port = server->port();
-  kv::Snapshot s = test::make_snapshot(4, 4, 64, 256);
-  kv::write_snapshot(s, dir + "/snap", false);
-  const std::string seal = kv::state_seal(s.manifest, nullptr);
+  kv::VerifiedState s = test::make_snapshot(4, 4, 64, 256);
+  kv::write_state_dir(s, dir + "/snap", false);
+  const std::string seal = s.manifest().seal;
   std::mt19937 rng(7);
   for (int trial = 0; trial < 3; ++trial) {
     const pid_t pid = spawn_put(server->uri(), dir + "/snap");
@@ -132,7 +132,7 @@ TEST(StoreFaults, RedisKilledDuringAPutAndRestartedWithAofShowsNoPartialEntry) {
     std::printf("[ aof ] trial %d: put %s, entry %s after restart\n", trial,
                 WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "finished" : "died", entry ? "present" : "absent");
     if (entry) {
-      EXPECT_EQ(st.get(seal, false).cache.k, s.cache.k);
+      EXPECT_EQ(st.get(seal, false).cache().k, s.cache().k);
     }
     for (const VerifyFinding& f : st.verify().findings)
       EXPECT_TRUE(f.what == "orphan-chunks" || f.what == "stale-pending") << f.what << " " << f.detail;

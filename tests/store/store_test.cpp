@@ -47,16 +47,16 @@ bool same_cache(const model::KvCache& a, const model::KvCache& b) {
 }
 
 TEST_P(StoreBackends, RoundTripIsExactAndASecondPutIsANoOp) {
-  const kv::Snapshot s = test::make_snapshot(2, 2, 64, 40, 1, 48);
+  const kv::VerifiedState s = test::make_snapshot(2, 2, 64, 40, 1, 48);
   Store st = open();
   const PutResult a = st.put(s, {"first", false, 4096});
   EXPECT_TRUE(a.stored);
-  EXPECT_EQ(a.seal, kv::state_seal(s.manifest, nullptr));
+  EXPECT_EQ(a.seal, s.manifest().seal);
   EXPECT_EQ(a.chunks, 2u * 5u);  // 2*2*40*64*2 = 20480 bytes per payload: 5 chunks of 4096
   EXPECT_EQ(a.prefix_keys, 2u);  // 40 tokens: two full 16-token blocks
-  const kv::Snapshot g = st.get(st.resolve(a.ns + "/first"));
-  EXPECT_EQ(kv::state_seal(g.manifest, nullptr), a.seal);
-  EXPECT_TRUE(same_cache(g.cache, s.cache));
+  const kv::VerifiedState g = st.get(st.resolve(a.ns + "/first"));
+  EXPECT_EQ(g.manifest().seal, a.seal);
+  EXPECT_TRUE(same_cache(g.cache(), s.cache()));
   const PutResult b = st.put(s, {"first", false, 4096});
   EXPECT_FALSE(b.stored);
   EXPECT_EQ(b.chunks_written, 0u);
@@ -68,8 +68,8 @@ TEST_P(StoreBackends, RoundTripIsExactAndASecondPutIsANoOp) {
 
 TEST_P(StoreBackends, ANameHasOneStateUnlessForced) {
   Store st = open();
-  const kv::Snapshot a = test::make_snapshot(1, 1, 64, 20, 1), b = test::make_snapshot(1, 1, 64, 20, 1);
-  kv::Snapshot c = test::make_snapshot(1, 1, 64, 21, 1);  // same model, another state
+  const kv::VerifiedState a = test::make_snapshot(1, 1, 64, 20, 1), b = test::make_snapshot(1, 1, 64, 20, 1);
+  kv::VerifiedState c = test::make_snapshot(1, 1, 64, 21, 1);  // same model, another state
   const PutResult ra = st.put(a, {"n", false, 4096});
   EXPECT_NE(error_of([&] { st.put(c, {"n", false, 4096}); }).find("--force points it at this state"),
             std::string::npos);
@@ -78,7 +78,7 @@ TEST_P(StoreBackends, ANameHasOneStateUnlessForced) {
   EXPECT_EQ(st.resolve(ra.ns + "/n"), rc.seal);
   st.put(b, {"n2", false, 4096});
   // Two writers race for one new name with different states: exactly one wins.
-  kv::Snapshot d = test::make_snapshot(1, 1, 64, 22, 1), e = test::make_snapshot(1, 1, 64, 23, 1);
+  kv::VerifiedState d = test::make_snapshot(1, 1, 64, 22, 1), e = test::make_snapshot(1, 1, 64, 23, 1);
   std::string err[2];
   std::thread t1([&] { err[0] = error_of([&] { Store::open(uri_).put(d, {"race", false, 4096}); }); });
   std::thread t2([&] { err[1] = error_of([&] { Store::open(uri_).put(e, {"race", false, 4096}); }); });
@@ -86,18 +86,18 @@ TEST_P(StoreBackends, ANameHasOneStateUnlessForced) {
   t2.join();
   EXPECT_TRUE(err[0].empty() != err[1].empty()) << err[0] << " | " << err[1];
   const std::string won = st.resolve(ra.ns + "/race");
-  EXPECT_TRUE(won == kv::state_seal(d.manifest, nullptr) || won == kv::state_seal(e.manifest, nullptr));
+  EXPECT_TRUE(won == d.manifest().seal || won == e.manifest().seal);
 }
 
 TEST_P(StoreBackends, NamespacesSeparateModels) {
   Store st = open();
-  const kv::Snapshot a = test::make_snapshot(1, 1, 64, 32, 1), b = test::make_snapshot(1, 1, 64, 32, 2);
+  const kv::VerifiedState a = test::make_snapshot(1, 1, 64, 32, 1), b = test::make_snapshot(1, 1, 64, 32, 2);
   const PutResult ra = st.put(a, {"x", false, 4096}), rb = st.put(b, {"x", false, 4096});
   EXPECT_NE(ra.ns, rb.ns);
   EXPECT_EQ(st.resolve(ra.ns + "/x"), ra.seal);
   EXPECT_EQ(st.resolve(rb.ns + "/x"), rb.seal);
   // The same tokens under the other model's namespace find only that model's state.
-  const auto chain_a = prefix_chain(ra.ns, a.manifest.prefix.tokens);
+  const auto chain_a = prefix_chain(ra.ns, a.manifest().prefix.tokens);
   EXPECT_EQ(st.prefix_lookup(ra.ns, chain_a.back()), ra.seal);
   EXPECT_FALSE(st.prefix_lookup(rb.ns, chain_a.back()).has_value());
   EXPECT_NE(error_of([&] { st.resolve(rb.ns + "/missing"); }).find("none"), std::string::npos);
@@ -105,7 +105,7 @@ TEST_P(StoreBackends, NamespacesSeparateModels) {
 
 TEST_P(StoreBackends, ACorruptChunkIsNamedAndNeverReturned) {
   Store st = open();
-  const kv::Snapshot s = test::make_snapshot(2, 2, 64, 40);
+  const kv::VerifiedState s = test::make_snapshot(2, 2, 64, 40);
   const PutResult r = st.put(s, {"c", false, 4096});
   const Entry e = st.read_entry(r.seal);
   const std::string key = KeyLayout::chunk(r.seal, e.chunks[1][2]);
@@ -119,12 +119,12 @@ TEST_P(StoreBackends, ACorruptChunkIsNamedAndNeverReturned) {
   // A re-put of the same state repairs it (chunks are rewritten, the record kept).
   st.put(s, {});
   EXPECT_TRUE(st.verify().ok());
-  EXPECT_TRUE(same_cache(st.get(r.seal).cache, s.cache));
+  EXPECT_TRUE(same_cache(st.get(r.seal).cache(), s.cache()));
 }
 
 TEST_P(StoreBackends, AMissingChunkIsNamed) {
   Store st = open();
-  const kv::Snapshot s = test::make_snapshot(2, 2, 64, 40);
+  const kv::VerifiedState s = test::make_snapshot(2, 2, 64, 40);
   const PutResult r = st.put(s, {"m", false, 4096});
   const std::string key = KeyLayout::chunk(r.seal, st.read_entry(r.seal).chunks[0][0]);
   st.backend().remove(key);
@@ -142,7 +142,7 @@ TEST_P(StoreBackends, AMissingChunkIsNamed) {
 
 TEST_P(StoreBackends, HostileRecordsAreRefusedByField) {
   Store st = open();
-  const kv::Snapshot s = test::make_snapshot(1, 1, 64, 20);
+  const kv::VerifiedState s = test::make_snapshot(1, 1, 64, 20);
   const PutResult r = st.put(s, {"h", false, 4096});
   const std::string key = KeyLayout::entry(r.seal);
   const std::string good = *st.backend().get(key, 1 << 24);
@@ -163,7 +163,7 @@ TEST_P(StoreBackends, HostileRecordsAreRefusedByField) {
             }).find("seal"),
             std::string::npos);
   // Another state's record under this seal's key.
-  const kv::Snapshot o = test::make_snapshot(1, 1, 64, 21);
+  const kv::VerifiedState o = test::make_snapshot(1, 1, 64, 21);
   const PutResult ro = st.put(o, {});
   poke(key, *st.backend().get(KeyLayout::entry(ro.seal), 1 << 24));
   EXPECT_NE(error_of([&] { st.get(r.seal); }).find("seal: expected " + r.seal + " (the key)"), std::string::npos);
@@ -174,7 +174,7 @@ TEST_P(StoreBackends, HostileRecordsAreRefusedByField) {
 TEST_P(StoreBackends, GcRemovesOldStatesDeadPutsAndDanglingPointers) {
   Store st = open();
   Backend& b = st.backend();
-  const kv::Snapshot a = test::make_snapshot(1, 1, 64, 32, 1), c = test::make_snapshot(1, 1, 64, 33, 1);
+  const kv::VerifiedState a = test::make_snapshot(1, 1, 64, 32, 1), c = test::make_snapshot(1, 1, 64, 33, 1);
   const PutResult ra = st.put(a, {"a", false, 4096});
   const PutResult rc = st.put(c, {"c", false, 4096});
   // A dead put: chunks and an old pending marker, no record. A live one: a fresh marker.
@@ -195,7 +195,7 @@ TEST_P(StoreBackends, GcRemovesOldStatesDeadPutsAndDanglingPointers) {
   // Size budget: the oldest state goes first (stored_at ties break by seal), with its
   // name and prefix keys.
   GcOptions budget;
-  budget.max_bytes = 2 * c.manifest.payload_bytes();
+  budget.max_bytes = 2 * c.manifest().payload_bytes();
   budget.grace_s = 0;
   g = st.gc(budget);
   EXPECT_EQ(g.entries_removed, 1u);
@@ -216,7 +216,7 @@ TEST_P(StoreBackends, GcRemovesOldStatesDeadPutsAndDanglingPointers) {
 
 TEST_P(StoreBackends, RmOfANameKeepsAStateAnotherNameHolds) {
   Store st = open();
-  const kv::Snapshot a = test::make_snapshot(1, 1, 64, 32);
+  const kv::VerifiedState a = test::make_snapshot(1, 1, 64, 32);
   const PutResult r = st.put(a, {"one", false, 4096});
   st.put(a, {"two", false, 4096});
   GcResult g = st.remove(r.ns + "/one");
