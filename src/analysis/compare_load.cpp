@@ -115,9 +115,4 @@ ComparedState compared_from_state(VerifiedState v) {
   return c;
 }
 
-ComparedState load_compared_state(const std::string& path, bool allow_non_finite, Accept accept) {
-  // Either container, any kind `accept` takes: kv::open_state, every check of its reader.
-  return compared_from_state(open_state(path, {accept, allow_non_finite}));
-}
-
 }  // namespace ember::kv

@@ -1,5 +1,5 @@
 #pragma once
-// Turns what `kv::open_state` returns into the input of `kv compare` (compare_state.h).
+// Turns a verified state (kv::open_state, store::open_state) into the input of `kv compare` (compare_state.h).
 // The snapshot's manifest supplies the identity and the coordinates; the cache is moved.
 //
 // Mapped caches (docs/compare.md, "alignment"): the one directory reader returns the manifest
@@ -26,10 +26,5 @@ std::string weights_of_fingerprint(const std::string& fingerprint);
 // the source; a foreign one (ember.kv-foreign.v1) kind "foreign" with its engine, source format,
 // cache types and details, so compare labels the pair cross-engine.
 ComparedState compared_from_state(VerifiedState s);
-
-// What `kv compare` reads on each side: a directory or a KVC1 file (kv::open_state) of a kind
-// `accept` takes (any by default; a perturbation's source is native).
-ComparedState load_compared_state(const std::string& path, bool allow_non_finite = false,
-                                  Accept accept = Accept::any);
 
 }  // namespace ember::kv

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/limits.h"
+#include "cli/store_flags.h"
 #include "cli/trust_flags.h"
 #include "cli/model_loader.h"
 #include "analysis/compare.h"
@@ -115,8 +116,8 @@ void run_compare(const CompareArgs& a) {
   if (a.allow_non_finite)
     std::fprintf(stderr, "ember: --allow-non-finite: NaN/Inf K/V are loaded for analysis (every other check "
                          "still applies); metrics over them are not meaningful\n");
-  const kv::ComparedState left = kv::load_compared_state(a.left, a.allow_non_finite);
-  kv::ComparedState right = kv::load_compared_state(a.right, a.allow_non_finite);
+  const kv::ComparedState left = kv::compared_from_state(open_state_ref(a.left, {kv::Accept::any, a.allow_non_finite}));
+  kv::ComparedState right = kv::compared_from_state(open_state_ref(a.right, {kv::Accept::any, a.allow_non_finite}));
   kv::check_trust(a.left, left.identity.seal, left.identity.signature, a.trust.side(true));
   kv::check_trust(a.right, right.identity.seal, right.identity.signature, a.trust.side(false));
 
@@ -193,7 +194,7 @@ void run_perturb(const PerturbArgs& a) {
   if (!a.force && path_exists(a.receipt)) {
     fail_field("kv perturb", "--receipt", "a path that does not exist (or --force)", a.receipt);
   }
-  const kv::ComparedState source = kv::load_compared_state(a.snapshot, false, kv::Accept::native);
+  const kv::ComparedState source = kv::compared_from_state(open_state_ref(a.snapshot, {kv::Accept::native}));
   const kv::PerturbReceipt r = kv::make_receipt(source, spec);
   kv::write_receipt(a.receipt, r, a.force);
   const std::string what =

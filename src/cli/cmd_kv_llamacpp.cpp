@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/limits.h"
 #include "cli/model_loader.h"
+#include "cli/store_flags.h"
 #include "cli/trust_flags.h"
 #include "kv/llamacpp_import.h"
 #include "kv/state.h"
@@ -97,7 +98,7 @@ void add_export_llamacpp(CLI::App& kv) {
   add_trust_flags(c, o->trust);
   c->callback([o] {
     refuse_output_is_input(o->output, {o->snapshot});
-    const kv::VerifiedState s = kv::open_state(o->snapshot);
+    const kv::VerifiedState s = open_state_ref(o->snapshot);
     check_artifact_trust(o->snapshot, s.manifest(), o->trust);
     const std::vector<uint8_t> bytes = kv::export_llamacpp(s, o->layout == "transposed");
     write_file_atomic(o->output,

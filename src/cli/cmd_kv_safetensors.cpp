@@ -8,6 +8,7 @@
 #include "cli/limits.h"
 #include "cli/model_loader.h"
 #include "cli/prompt_text.h"
+#include "cli/store_flags.h"
 #include "cli/token_ids.h"
 #include "cli/trust_flags.h"
 #include "kv/import.h"
@@ -117,7 +118,7 @@ void add_export_safetensors(CLI::App& kv) {
     refuse_output_is_input(o->output, {o->snapshot});
     const kv::SafetensorsLayout layout = kv::parse_safetensors_layout(o->layout);
     const st::Dtype dtype = parse_dtype(o->dtype);
-    const kv::VerifiedState s = kv::open_state(o->snapshot, {kv::Accept::native});
+    const kv::VerifiedState s = open_state_ref(o->snapshot, {kv::Accept::native});
     const kv::SnapshotManifest& m = s.manifest();
     // The identity the format cannot carry, as strings, so a reader can at least see it.
     const std::map<std::string, std::string> md{

@@ -263,7 +263,7 @@ void add_replay(CLI::App& kv) {
     const int64_t head_positions = dir ? kv::read_state_header(o->snapshot, accept).header.manifest.geometry.positions : 0;
     const LoadedEngine l = load(o->m);
     if (dir) check_positions(*l.engine, head_positions + 1, o->snapshot, cached, o->n, "-n");
-    const kv::VerifiedState s = kv::open_state(o->snapshot, {accept, false});
+    const kv::VerifiedState s = open_state_ref(o->snapshot, {accept, false});
     if (s.kind() == kv::StateKind::mapped)
       fail_field(o->snapshot, "format", std::string(kv::kSnapshotFormat) + " (a native snapshot)",
                  std::string("'") + kv::kMappedFormat + "' (a mapped cache: ember map replay reads it)");

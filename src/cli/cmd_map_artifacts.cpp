@@ -11,6 +11,7 @@
 #include "cli/map_commands.h"
 #include "cli/model_loader.h"
 #include "cli/prompt_list.h"
+#include "cli/store_flags.h"
 #include "cli/token_ids.h"
 #include "cli/trust_flags.h"
 #include "contract/receipt.h"
@@ -282,7 +283,7 @@ void add_apply(CLI::App& m) {
     for (const std::string& out : {o->output, receipt_path_for(o->output, o->receipt)})
       refuse_output_is_input(out, {o->mapper, o->snapshot, o->target, o->tokenizer});
     const map::Mapper mp = map::Mapper::read(o->mapper);
-    const kv::VerifiedState verified = kv::open_state(o->snapshot);
+    const kv::VerifiedState verified = open_state_ref(o->snapshot);
     const kv::KvState& src = verified.state();
     check_artifact_trust(o->snapshot, src.manifest, o->trust);
     if (src.manifest.model.identity != mp.source.identity)
@@ -362,7 +363,7 @@ void add_map_replay(CLI::App& m) {
   add_threads_option(c, o->threads);
   add_past_context_flag(c, o->allow_past_context);
   c->callback([o] {
-    kv::VerifiedState st = kv::open_state(o->mapped, {kv::Accept::mapped});
+    kv::VerifiedState st = open_state_ref(o->mapped, {kv::Accept::mapped});
     check_artifact_trust(o->mapped, st.manifest(), o->trust);
     const Loaded t = load_model({o->model, o->tokenizer, ""});
     model::Engine te(t.model, {resolve_threads(o->threads), o->allow_past_context});

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "store/open_state.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -24,6 +25,10 @@ store::BackendOptions store_backend_options(const std::string& password_file) {
     o.password = env;
   }
   return o;
+}
+
+kv::VerifiedState open_state_ref(const std::string& ref, const kv::ReadOptions& options) {
+  return store::open_state(ref, options, store::is_store_ref(ref) ? store_backend_options("") : store::BackendOptions{});
 }
 
 store::OnMiss parse_on_miss(const std::string& s) {
