@@ -101,8 +101,8 @@ void register_store_commands(CLI::App& app) {
       const store::Catalog c = store.catalog();
       std::map<std::string, std::vector<std::string>> names;
       for (const auto& [k, seal] : c.names) {
-        const std::string ns = k.substr(k.find('{') + 1, 32);
-        names[seal].push_back(ns + "/" + k.substr(k.rfind(':') + 1));
+        const std::optional<store::ParsedKey> p = store::KeyLayout::parse(k);
+        if (p) names[seal].push_back(p->tag + "/" + p->leaf);
       }
       nlohmann::ordered_json arr = nlohmann::ordered_json::array();
       for (const auto& [seal, it] : c.seals) {

@@ -181,25 +181,9 @@ class DirBackend final : public Backend {
 
 }  // namespace
 
-bool key_matches(std::string_view key, std::string_view pattern) {
-  const std::vector<std::string> k = split(key), p = split(pattern);
-  if (k.size() != p.size()) return false;
-  for (size_t i = 0; i < k.size(); ++i)
-    if (p[i] != "*" && p[i] != k[i]) return false;
-  return true;
-}
-
 std::unique_ptr<Backend> open_dir_backend(const std::string& uri, const std::string& root) {
   if (root.empty()) fail_field(uri, "path", "dir:PATH with a non-empty PATH", "empty");
   return std::make_unique<DirBackend>(uri, root);
-}
-
-std::unique_ptr<Backend> open_backend(const std::string& uri, const BackendOptions& options) {
-  if (uri.rfind("dir:", 0) == 0) return open_dir_backend(uri, uri.substr(4));
-  if (uri.rfind("redis://", 0) == 0 || uri.rfind("redis+cluster://", 0) == 0)
-    return open_redis_backend(uri, options);
-  fail_field(uri, "store URI", "dir:PATH, redis://[user@]host:port[/db] or redis+cluster://host:port[,...]",
-             "'" + uri + "'");
 }
 
 }  // namespace ember::store

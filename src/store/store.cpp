@@ -1,5 +1,6 @@
-// The store's layout, its put (chunks, then the entry, create-only), its get (every chunk and
-// the seal verified before anything is returned), and ls/verify/gc/stats over one catalog.
+// The store's put (chunks, then the entry, create-only) and its get (every chunk and the seal
+// verified before anything is returned). ls, verify, rm, gc and stats over one catalog are
+// catalog.cpp.
 #include "store/store.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "kv/strict_json.h"
 #include "util/byte_io.h"
 #include "util/error.h"
+#include "util/hex.h"
 #include "util/sha256.h"
 
 namespace ember::store {
@@ -18,30 +20,7 @@ namespace {
 constexpr size_t kMaxEntryBytes = size_t(256) << 20;  // manifest (<= 64 MiB, escaped) + chunk lists
 constexpr size_t kMaxSmallValue = 128;                // a seal, a pending time
 
-bool is_hex(const std::string& s, size_t n) {
-  if (s.size() != n) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
 int64_t now_s(int64_t now) { return now != 0 ? now : int64_t(std::time(nullptr)); }
-
-// The i-th component of a key ("ember:v1:s:{SEAL}:chunk:SHA" -> 3 is "{SEAL}").
-std::string component(const std::string& key, size_t i) {
-  size_t b = 0;
-  for (size_t k = 0; k < i; ++k) {
-    b = key.find(':', b);
-    if (b == std::string::npos) return "";
-    ++b;
-  }
-  const size_t e = key.find(':', b);
-  return key.substr(b, e == std::string::npos ? std::string::npos : e - b);
-}
-
-std::string untag(const std::string& c) {
-  return c.size() >= 2 && c.front() == '{' && c.back() == '}' ? c.substr(1, c.size() - 2) : "";
-}
 
 // Cuts a payload stream into chunks and stores each under its SHA-256.
 class ChunkSink final : public ByteSink {
@@ -149,13 +128,6 @@ std::vector<std::string> prefix_chain(const std::string& ns, std::span<const int
   }
   return out;
 }
-
-std::string KeyLayout::entry(const std::string& s) { return "ember:v1:s:{" + s + "}:entry"; }
-std::string KeyLayout::chunk(const std::string& s, const std::string& sha) { return "ember:v1:s:{" + s + "}:chunk:" + sha; }
-std::string KeyLayout::pending(const std::string& s) { return "ember:v1:s:{" + s + "}:pending"; }
-std::string KeyLayout::hits(const std::string& s) { return "ember:v1:s:{" + s + "}:hits"; }
-std::string KeyLayout::name(const std::string& ns, const std::string& n) { return "ember:v1:n:{" + ns + "}:name:" + n; }
-std::string KeyLayout::prefix(const std::string& ns, const std::string& h) { return "ember:v1:n:{" + ns + "}:prefix:" + h; }
 
 // ---- put -------------------------------------------------------------------------------------
 
@@ -345,204 +317,6 @@ std::optional<std::string> Store::prefix_lookup(const std::string& ns, const std
   const std::optional<std::string> v = b_->get(KeyLayout::prefix(ns, hash), kMaxSmallValue);
   if (!v || !is_hex(*v, 64)) return std::nullopt;
   return v;
-}
-
-// ---- catalog, verify, rm, gc, stats ------------------------------------------------------------
-
-Catalog Store::catalog() {
-  Catalog c;
-  for (const std::string& k : b_->scan("ember:v1:s:*:entry")) {
-    const std::string seal = untag(component(k, 3));
-    if (!is_hex(seal, 64)) continue;
-    Catalog::Item& it = c.seals[seal];
-    it.has_entry = true;
-    try {
-      it.entry = read_entry(seal);
-    } catch (const Error& e) {
-      it.entry_error = e.what();
-    }
-    it.hits = b_->counter(KeyLayout::hits(seal));
-  }
-  for (const std::string& k : b_->scan("ember:v1:s:*:chunk:*")) {
-    const std::string seal = untag(component(k, 3));
-    if (is_hex(seal, 64)) c.seals[seal].chunk_keys.push_back(k);
-  }
-  for (const std::string& k : b_->scan("ember:v1:s:*:pending")) {
-    const std::string seal = untag(component(k, 3));
-    if (!is_hex(seal, 64)) continue;
-    Catalog::Item& it = c.seals[seal];
-    it.has_pending = true;
-    const std::optional<std::string> v = b_->get(k, kMaxSmallValue);
-    if (v && !v->empty() && v->size() < 18 && v->find_first_not_of("0123456789") == std::string::npos)
-      it.pending_since = std::stoll(*v);
-  }
-  auto pointers = [&](const char* pattern, std::map<std::string, std::string>& out) {
-    for (const std::string& k : b_->scan(pattern)) {
-      const std::optional<std::string> v = b_->get(k, kMaxSmallValue);
-      out[k] = v && is_hex(*v, 64) ? *v : "";
-    }
-  };
-  pointers("ember:v1:n:*:name:*", c.names);
-  pointers("ember:v1:n:*:prefix:*", c.prefixes);
-  return c;
-}
-
-VerifyResult Store::verify() {
-  const Catalog c = catalog();
-  VerifyResult r;
-  for (const auto& [seal, it] : c.seals) {
-    if (it.has_entry) {
-      if (!it.entry) {
-        r.findings.push_back({"entry", KeyLayout::entry(seal), it.entry_error});
-        continue;
-      }
-      try {
-        get(seal, /*count_hit=*/false);
-        ++r.entries_ok;
-      } catch (const Error& e) {
-        r.findings.push_back({"entry", KeyLayout::entry(seal), e.what()});
-      }
-      // Chunks the record does not name (from an interrupted put of another layout).
-      size_t named = it.entry->chunks[0].size() + it.entry->chunks[1].size();
-      if (it.chunk_keys.size() > named)
-        r.findings.push_back({"orphan-chunks", KeyLayout::entry(seal),
-                              std::to_string(it.chunk_keys.size() - named) + " chunks not in the record"});
-      if (it.has_pending) r.findings.push_back({"stale-pending", KeyLayout::pending(seal), "the entry is published"});
-    } else if (!it.chunk_keys.empty() || it.has_pending) {
-      r.findings.push_back({"orphan-chunks", "ember:v1:s:{" + seal + "}",
-                            std::to_string(it.chunk_keys.size()) + " chunks without an entry" +
-                                (it.pending_since ? " (put started at " + std::to_string(*it.pending_since) + ")"
-                                                  : " (no live put)")});
-    }
-  }
-  auto dangling = [&](const std::map<std::string, std::string>& m, const char* what) {
-    for (const auto& [k, seal] : m) {
-      auto it = c.seals.find(seal);
-      if (seal.empty() || it == c.seals.end() || !it->second.has_entry)
-        r.findings.push_back({what, k, seal.empty() ? "not a seal" : "points at state " + seal + ", not stored"});
-    }
-  };
-  dangling(c.names, "dangling-name");
-  dangling(c.prefixes, "dangling-prefix");
-  return r;
-}
-
-void Store::remove_state(const std::string& seal, const Catalog& c, GcResult& r) {
-  // Pointers first (no reader is sent to a state being removed), then the record (the state
-  // is gone for every reader), then its chunks.
-  for (const auto& [k, s] : c.names)
-    if (s == seal) b_->remove(k), ++r.names_removed;
-  for (const auto& [k, s] : c.prefixes)
-    if (s == seal) b_->remove(k), ++r.prefixes_removed;
-  auto it = c.seals.find(seal);
-  if (it != c.seals.end() && it->second.has_entry) {
-    b_->remove(KeyLayout::entry(seal));
-    ++r.entries_removed;
-  }
-  if (it != c.seals.end())
-    for (const std::string& k : it->second.chunk_keys) b_->remove(k), ++r.chunks_removed;
-  b_->remove(KeyLayout::hits(seal));
-  if (it != c.seals.end() && it->second.has_pending) b_->remove(KeyLayout::pending(seal)), ++r.pending_removed;
-}
-
-GcResult Store::remove(const std::string& ref) {
-  const Catalog c = catalog();
-  GcResult r;
-  if (is_hex(ref, 64)) {
-    auto it = c.seals.find(ref);
-    if (it == c.seals.end() || !it->second.has_entry) fail_field(uri(), "state " + ref, "a stored state", "none");
-    remove_state(ref, c, r);
-    return r;
-  }
-  const std::string seal = resolve(ref);
-  const size_t slash = ref.find('/');
-  const std::string key = KeyLayout::name(ref.substr(0, slash), ref.substr(slash + 1));
-  b_->remove(key);
-  ++r.names_removed;
-  bool other = false;
-  for (const auto& [k, s] : c.names) other = other || (s == seal && k != key);
-  if (!other) {
-    Catalog rest = c;
-    rest.names.erase(key);
-    remove_state(seal, rest, r);
-  }
-  return r;
-}
-
-GcResult Store::gc(const GcOptions& o) {
-  const Catalog c = catalog();
-  const int64_t now = now_s(o.now);
-  GcResult r;
-  struct Live {
-    int64_t at;
-    std::string seal;
-    uint64_t bytes;
-  };
-  std::vector<Live> live;
-  for (const auto& [seal, it] : c.seals) {
-    if (it.has_entry && !it.entry) {  // a record no reader accepts
-      remove_state(seal, c, r);
-      continue;
-    }
-    if (it.has_entry) {
-      if (o.older_than_s >= 0 && it.entry->stored_at < now - o.older_than_s) {
-        remove_state(seal, c, r);
-        continue;
-      }
-      live.push_back({it.entry->stored_at, seal, 2 * it.entry->manifest.payload_bytes()});
-      if (it.has_pending) b_->remove(KeyLayout::pending(seal)), ++r.pending_removed;
-      continue;
-    }
-    // No record: chunks of a put that died, unless the put is younger than the grace period.
-    const bool young = it.pending_since && *it.pending_since > now - o.grace_s;
-    if (!young) remove_state(seal, c, r);
-  }
-  std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) {
-    return a.at != b.at ? a.at < b.at : a.seal < b.seal;
-  });
-  uint64_t total = 0;
-  for (const Live& l : live) total += l.bytes;
-  size_t i = 0;
-  for (; i < live.size() && total > o.max_bytes; ++i) {
-    remove_state(live[i].seal, c, r);
-    total -= live[i].bytes;
-  }
-  r.entries_kept = live.size() - i;
-  r.bytes_kept = total;
-  // Pointers at states that are gone (or were never published).
-  std::set<std::string> removed;
-  for (size_t k = 0; k < i; ++k) removed.insert(live[k].seal);
-  auto sweep = [&](const std::map<std::string, std::string>& m, size_t& count) {
-    for (const auto& [k, seal] : m) {
-      auto it = c.seals.find(seal);
-      const bool stored = !seal.empty() && it != c.seals.end() && it->second.entry && !removed.count(seal) &&
-                          !(o.older_than_s >= 0 && it->second.entry->stored_at < now - o.older_than_s);
-      if (!stored && b_->exists(k)) b_->remove(k), ++count;
-    }
-  };
-  sweep(c.names, r.names_removed);
-  sweep(c.prefixes, r.prefixes_removed);
-  return r;
-}
-
-StoreStats Store::stats() {
-  const Catalog c = catalog();
-  StoreStats s;
-  for (const auto& [seal, it] : c.seals) {
-    s.chunks += it.chunk_keys.size();
-    if (it.entry) {
-      ++s.entries;
-      s.payload_bytes += 2 * it.entry->manifest.payload_bytes();
-      s.hits += it.hits;
-    } else if (it.has_entry) {
-      ++s.invalid_entries;
-    } else {
-      ++s.orphan_groups;
-    }
-  }
-  s.names = c.names.size();
-  s.prefix_keys = c.prefixes.size();
-  return s;
 }
 
 }  // namespace ember::store

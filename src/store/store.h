@@ -29,6 +29,7 @@
 
 #include "kv/snapshot.h"
 #include "store/backend.h"
+#include "store/key_layout.h"
 
 namespace ember::store {
 
@@ -50,15 +51,6 @@ std::string namespace_of(const kv::SnapshotManifest& m);
 //   h_b = SHA-256(h_{b-1} (32 bytes) || the 16 ids of block b as int32 little-endian)
 // Returns hex h_1 .. h_B, B = tokens.size() / 16. Deterministic across processes and hosts.
 std::vector<std::string> prefix_chain(const std::string& ns, std::span<const int32_t> tokens);
-
-struct KeyLayout {
-  static std::string entry(const std::string& seal);
-  static std::string chunk(const std::string& seal, const std::string& sha);
-  static std::string pending(const std::string& seal);
-  static std::string hits(const std::string& seal);
-  static std::string name(const std::string& ns, const std::string& name);
-  static std::string prefix(const std::string& ns, const std::string& hash);
-};
 
 // An entry record as read (strictly: unknown, missing, mistyped fields refused) and checked
 // against its manifest: seal, namespace, chunk count.

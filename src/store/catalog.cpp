@@ -1,0 +1,225 @@
+// ls, verify, rm and gc and stats: one pass over every key of the store (the catalog), then
+// checks and removals. A state is removed pointers first (no reader is sent to a state being
+// removed), then its record, then its chunks.
+#include <algorithm>
+#include <ctime>
+#include <set>
+
+#include "store/store.h"
+#include "util/error.h"
+#include "util/hex.h"
+
+namespace ember::store {
+namespace {
+
+constexpr size_t kMaxSmallValue = 128;  // a seal, a pending time
+
+int64_t now_s(int64_t now) { return now != 0 ? now : int64_t(std::time(nullptr)); }
+
+// The seal of a state key of `kind`, or "" for a key this layout does not define.
+std::string seal_of(const std::string& k, ParsedKey::Kind kind) {
+  const std::optional<ParsedKey> p = KeyLayout::parse(k);
+  return p && p->kind == kind ? p->tag : std::string();
+}
+
+}  // namespace
+
+Catalog Store::catalog() {
+  Catalog c;
+  for (const std::string& k : b_->scan(KeyLayout::kEntries)) {
+    const std::string seal = seal_of(k, ParsedKey::Kind::entry);
+    if (seal.empty()) continue;
+    Catalog::Item& it = c.seals[seal];
+    it.has_entry = true;
+    try {
+      it.entry = read_entry(seal);
+    } catch (const Error& e) {
+      it.entry_error = e.what();
+    }
+    it.hits = b_->counter(KeyLayout::hits(seal));
+  }
+  for (const std::string& k : b_->scan(KeyLayout::kChunks)) {
+    const std::string seal = seal_of(k, ParsedKey::Kind::chunk);
+    if (!seal.empty()) c.seals[seal].chunk_keys.push_back(k);
+  }
+  for (const std::string& k : b_->scan(KeyLayout::kPendings)) {
+    const std::string seal = seal_of(k, ParsedKey::Kind::pending);
+    if (seal.empty()) continue;
+    Catalog::Item& it = c.seals[seal];
+    it.has_pending = true;
+    const std::optional<std::string> v = b_->get(k, kMaxSmallValue);
+    if (v && !v->empty() && v->size() < 18 && v->find_first_not_of("0123456789") == std::string::npos)
+      it.pending_since = std::stoll(*v);
+  }
+  auto pointers = [&](const char* pattern, ParsedKey::Kind kind, std::map<std::string, std::string>& out) {
+    for (const std::string& k : b_->scan(pattern)) {
+      const std::optional<ParsedKey> p = KeyLayout::parse(k);
+      if (!p || p->kind != kind) continue;
+      const std::optional<std::string> v = b_->get(k, kMaxSmallValue);
+      out[k] = v && is_hex(*v, 64) ? *v : "";
+    }
+  };
+  pointers(KeyLayout::kNames, ParsedKey::Kind::name, c.names);
+  pointers(KeyLayout::kPrefixes, ParsedKey::Kind::prefix, c.prefixes);
+  return c;
+}
+
+VerifyResult Store::verify() {
+  const Catalog c = catalog();
+  VerifyResult r;
+  for (const auto& [seal, it] : c.seals) {
+    if (it.has_entry) {
+      if (!it.entry) {
+        r.findings.push_back({"entry", KeyLayout::entry(seal), it.entry_error});
+        continue;
+      }
+      try {
+        get(seal, /*count_hit=*/false);
+        ++r.entries_ok;
+      } catch (const Error& e) {
+        r.findings.push_back({"entry", KeyLayout::entry(seal), e.what()});
+      }
+      // Chunks the record does not name (from an interrupted put of another layout).
+      size_t named = it.entry->chunks[0].size() + it.entry->chunks[1].size();
+      if (it.chunk_keys.size() > named)
+        r.findings.push_back({"orphan-chunks", KeyLayout::entry(seal),
+                              std::to_string(it.chunk_keys.size() - named) + " chunks not in the record"});
+      if (it.has_pending) r.findings.push_back({"stale-pending", KeyLayout::pending(seal), "the entry is published"});
+    } else if (!it.chunk_keys.empty() || it.has_pending) {
+      r.findings.push_back({"orphan-chunks", KeyLayout::state(seal),
+                            std::to_string(it.chunk_keys.size()) + " chunks without an entry" +
+                                (it.pending_since ? " (put started at " + std::to_string(*it.pending_since) + ")"
+                                                  : " (no live put)")});
+    }
+  }
+  auto dangling = [&](const std::map<std::string, std::string>& m, const char* what) {
+    for (const auto& [k, seal] : m) {
+      auto it = c.seals.find(seal);
+      if (seal.empty() || it == c.seals.end() || !it->second.has_entry)
+        r.findings.push_back({what, k, seal.empty() ? "not a seal" : "points at state " + seal + ", not stored"});
+    }
+  };
+  dangling(c.names, "dangling-name");
+  dangling(c.prefixes, "dangling-prefix");
+  return r;
+}
+
+void Store::remove_state(const std::string& seal, const Catalog& c, GcResult& r) {
+  // Pointers first (no reader is sent to a state being removed), then the record (the state
+  // is gone for every reader), then its chunks.
+  for (const auto& [k, s] : c.names)
+    if (s == seal) b_->remove(k), ++r.names_removed;
+  for (const auto& [k, s] : c.prefixes)
+    if (s == seal) b_->remove(k), ++r.prefixes_removed;
+  auto it = c.seals.find(seal);
+  if (it != c.seals.end() && it->second.has_entry) {
+    b_->remove(KeyLayout::entry(seal));
+    ++r.entries_removed;
+  }
+  if (it != c.seals.end())
+    for (const std::string& k : it->second.chunk_keys) b_->remove(k), ++r.chunks_removed;
+  b_->remove(KeyLayout::hits(seal));
+  if (it != c.seals.end() && it->second.has_pending) b_->remove(KeyLayout::pending(seal)), ++r.pending_removed;
+}
+
+GcResult Store::remove(const std::string& ref) {
+  const Catalog c = catalog();
+  GcResult r;
+  if (is_hex(ref, 64)) {
+    auto it = c.seals.find(ref);
+    if (it == c.seals.end() || !it->second.has_entry) fail_field(uri(), "state " + ref, "a stored state", "none");
+    remove_state(ref, c, r);
+    return r;
+  }
+  const std::string seal = resolve(ref);
+  const size_t slash = ref.find('/');
+  const std::string key = KeyLayout::name(ref.substr(0, slash), ref.substr(slash + 1));
+  b_->remove(key);
+  ++r.names_removed;
+  bool other = false;
+  for (const auto& [k, s] : c.names) other = other || (s == seal && k != key);
+  if (!other) {
+    Catalog rest = c;
+    rest.names.erase(key);
+    remove_state(seal, rest, r);
+  }
+  return r;
+}
+
+GcResult Store::gc(const GcOptions& o) {
+  const Catalog c = catalog();
+  const int64_t now = now_s(o.now);
+  GcResult r;
+  struct Live {
+    int64_t at;
+    std::string seal;
+    uint64_t bytes;
+  };
+  std::vector<Live> live;
+  for (const auto& [seal, it] : c.seals) {
+    if (it.has_entry && !it.entry) {  // a record no reader accepts
+      remove_state(seal, c, r);
+      continue;
+    }
+    if (it.has_entry) {
+      if (o.older_than_s >= 0 && it.entry->stored_at < now - o.older_than_s) {
+        remove_state(seal, c, r);
+        continue;
+      }
+      live.push_back({it.entry->stored_at, seal, 2 * it.entry->manifest.payload_bytes()});
+      if (it.has_pending) b_->remove(KeyLayout::pending(seal)), ++r.pending_removed;
+      continue;
+    }
+    // No record: chunks of a put that died, unless the put is younger than the grace period.
+    const bool young = it.pending_since && *it.pending_since > now - o.grace_s;
+    if (!young) remove_state(seal, c, r);
+  }
+  std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) {
+    return a.at != b.at ? a.at < b.at : a.seal < b.seal;
+  });
+  uint64_t total = 0;
+  for (const Live& l : live) total += l.bytes;
+  size_t i = 0;
+  for (; i < live.size() && total > o.max_bytes; ++i) {
+    remove_state(live[i].seal, c, r);
+    total -= live[i].bytes;
+  }
+  r.entries_kept = live.size() - i;
+  r.bytes_kept = total;
+  // Pointers at states that are gone (or were never published).
+  std::set<std::string> removed;
+  for (size_t k = 0; k < i; ++k) removed.insert(live[k].seal);
+  auto sweep = [&](const std::map<std::string, std::string>& m, size_t& count) {
+    for (const auto& [k, seal] : m) {
+      auto it = c.seals.find(seal);
+      const bool stored = !seal.empty() && it != c.seals.end() && it->second.entry && !removed.count(seal) &&
+                          !(o.older_than_s >= 0 && it->second.entry->stored_at < now - o.older_than_s);
+      if (!stored && b_->exists(k)) b_->remove(k), ++count;
+    }
+  };
+  sweep(c.names, r.names_removed);
+  sweep(c.prefixes, r.prefixes_removed);
+  return r;
+}
+
+StoreStats Store::stats() {
+  const Catalog c = catalog();
+  StoreStats s;
+  for (const auto& [seal, it] : c.seals) {
+    s.chunks += it.chunk_keys.size();
+    if (it.entry) {
+      ++s.entries;
+      s.payload_bytes += 2 * it.entry->manifest.payload_bytes();
+      s.hits += it.hits;
+    } else if (it.has_entry) {
+      ++s.invalid_entries;
+    } else {
+      ++s.orphan_groups;
+    }
+  }
+  s.names = c.names.size();
+  s.prefix_keys = c.prefixes.size();
+  return s;
+}
+
+}  // namespace ember::store
