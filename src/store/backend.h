@@ -28,6 +28,11 @@ struct BackendOptions {
   // EMBER_REDIS_PASSWORD or --password-file and passes it here.
   std::string password;
   int timeout_ms = 5000;  // connect, each read and each write (Redis)
+  // The whole of one reply (and of one command's send) must arrive within this, plus 1 s per
+  // MiB it has carried so far (Redis): a server that drips a byte at a time is given up on
+  // after about this long, while the largest reply ember accepts (256 MiB) still has room at
+  // 1 MiB/s. Each read still has timeout_ms.
+  int reply_deadline_ms = 10000;
 };
 
 class Backend {

@@ -145,7 +145,7 @@ TEST(StoreFaults, RedisKilledDuringAPutAndRestartedWithAofShowsNoPartialEntry) {
 }
 
 // A server that answers every GET with a 10^14-byte bulk header and every SCAN with a
-// 2-billion-element array header, then waits.
+// 2-billion-element array header (DBSIZE, which bounds the SCAN calls, with 1), then waits.
 class HostileServer {
  public:
   HostileServer() {
@@ -166,7 +166,9 @@ class HostileServer {
         ssize_t r;
         while ((r = ::recv(c, buf, sizeof buf, 0)) > 0) {
           const std::string in(buf, size_t(r));
-          const char* reply = in.find("SCAN") != std::string::npos ? "*2000000000\r\n" : "$99999999999999\r\n";
+          const char* reply = in.find("DBSIZE") != std::string::npos ? ":1\r\n"
+                              : in.find("SCAN") != std::string::npos ? "*2000000000\r\n"
+                                                                     : "$99999999999999\r\n";
           if (::send(c, reply, std::strlen(reply), MSG_NOSIGNAL) < 0) break;
         }
         ::close(c);
