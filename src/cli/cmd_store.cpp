@@ -38,6 +38,10 @@ void print_removed(const store::GcResult& r) {
               r.chunks_removed, r.names_removed, r.prefixes_removed, r.pending_removed);
 }
 
+void print_warnings(store::Store& s) {
+  for (const std::string& w : s.take_warnings()) std::fprintf(stderr, "ember: warning: %s\n", printable(w).c_str());
+}
+
 }  // namespace
 
 void register_store_commands(CLI::App& app) {
@@ -86,6 +90,7 @@ void register_store_commands(CLI::App& app) {
       store::Store store = open(o->c);
       const std::string seal = store.resolve(o->ref);
       const kv::Snapshot snap = store.get(seal);
+      print_warnings(store);
       check_artifact_trust(o->c.uri + " " + o->ref, snap.manifest, o->trust);
       kv::write_snapshot(snap, o->output, o->force);
       std::printf("%s: %d positions, resume token %d, from %s\n", printable(o->output).c_str(),
@@ -114,7 +119,13 @@ void register_store_commands(CLI::App& app) {
           j["positions"] = it.entry->manifest.geometry.positions;
           j["bytes"] = 2 * it.entry->manifest.payload_bytes();
           j["stored_at"] = it.entry->stored_at;
-          j["hits"] = it.hits;
+          if (it.hits) {
+            j["hits"] = *it.hits;
+          } else {  // unknown for this entry only: the rest of the listing stands
+            j["hits"] = nullptr;
+            std::fprintf(stderr, "ember: warning: hits of %s unknown: %s\n", seal.c_str(),
+                         printable(it.hits_error).c_str());
+          }
         } else {
           j["error"] = it.entry_error;
         }
@@ -126,18 +137,20 @@ void register_store_commands(CLI::App& app) {
         return;
       }
       for (const auto& j : arr) {
+        // Names come from key names a writer chose: escaped, as verify and --json do.
         std::string n;
-        for (const auto& x : j["names"]) n += (n.empty() ? "" : ",") + x.get<std::string>();
+        for (const auto& x : j["names"]) n += (n.empty() ? "" : ",") + printable(x.get<std::string>());
         if (j.contains("error")) {
           std::printf("%s INVALID %s\n", j["seal"].get<std::string>().c_str(),
                       printable(j["error"].get<std::string>()).c_str());
           continue;
         }
-        std::printf("%s ns %s positions %d bytes %llu stored_at %lld hits %lld%s%s\n",
+        const std::string hits = j["hits"].is_null() ? "?" : std::to_string(j["hits"].get<int64_t>());
+        std::printf("%s ns %s positions %d bytes %llu stored_at %lld hits %s%s%s\n",
                     j["seal"].get<std::string>().c_str(), j["namespace"].get<std::string>().c_str(),
                     j["positions"].get<int>(), static_cast<unsigned long long>(j["bytes"].get<uint64_t>()),
-                    static_cast<long long>(j["stored_at"].get<int64_t>()),
-                    static_cast<long long>(j["hits"].get<int64_t>()), n.empty() ? "" : " names ", n.c_str());
+                    static_cast<long long>(j["stored_at"].get<int64_t>()), hits.c_str(), n.empty() ? "" : " names ",
+                    n.c_str());
       }
     });
   }
@@ -179,21 +192,20 @@ void register_store_commands(CLI::App& app) {
   {
     struct Opts {
       Common c;
-      int64_t older_than = -1, grace = 900;
-      uint64_t max_bytes = UINT64_MAX;
+      std::string older_than, max_bytes, grace = "900";
     };
     auto o = std::make_shared<Opts>();
     CLI::App* s = add(*st, "gc", "Remove old states, states over a size budget, and what dead puts left", o->c, false);
+    // Read as text and parsed by store_flags: CLI11 would take "-1" for an unsigned flag.
     s->add_option("--older-than", o->older_than, "remove states stored more than SECONDS ago");
     s->add_option("--max-bytes", o->max_bytes, "then remove the oldest until the payload bytes fit");
     s->add_option("--grace", o->grace, "chunks of a put younger than SECONDS are kept")->capture_default_str();
     s->callback([o] {
-      if (o->grace < 0) fail_field("--grace", "seconds", ">= 0", std::to_string(o->grace));
-      store::Store store = open(o->c);
       store::GcOptions g;
-      g.older_than_s = o->older_than;
-      g.max_bytes = o->max_bytes;
-      g.grace_s = o->grace;
+      if (!o->older_than.empty()) g.older_than_s = int64_t(parse_count_flag("--older-than", "seconds", o->older_than));
+      if (!o->max_bytes.empty()) g.max_bytes = parse_count_flag("--max-bytes", "bytes", o->max_bytes);
+      g.grace_s = int64_t(parse_count_flag("--grace", "seconds", o->grace));
+      store::Store store = open(o->c);
       const store::GcResult r = store.gc(g);
       print_removed(r);
       std::printf("kept %zu states, %llu payload bytes\n", r.entries_kept,

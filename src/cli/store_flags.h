@@ -1,6 +1,7 @@
 #pragma once
 // The flags every command that reaches a store shares (ember store ..., kv replay --store,
 // run --store): the password comes from EMBER_REDIS_PASSWORD or --password-file, never argv.
+#include <cstdint>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +15,9 @@ void add_password_file_flag(CLI::App* c, std::string& path);
 // The options to open a store with: the password from --password-file (its first line) when
 // given, else from the environment variable EMBER_REDIS_PASSWORD, else none.
 store::BackendOptions store_backend_options(const std::string& password_file);
+// A non-negative decimal integer flag (seconds, bytes), at most 2^62: anything else ("-5",
+// "1e3", "", "12abc") is an Error naming the flag, what it expects and what it found.
+uint64_t parse_count_flag(const std::string& flag, const std::string& unit, const std::string& text);
 // "fail" | "recompute".
 store::OnMiss parse_on_miss(const std::string& s);
 

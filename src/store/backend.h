@@ -56,7 +56,7 @@ class Backend {
   virtual std::vector<std::string> scan(const std::string& pattern) = 0;
   // Adds one to the counter `key` (created at 0) and returns the new value.
   virtual int64_t increment(const std::string& key) = 0;
-  // The counter's value (0 when absent).
+  // The counter's value (0 when absent); Error naming the key when it holds no counter.
   virtual int64_t counter(const std::string& key) = 0;
 };
 

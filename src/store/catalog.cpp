@@ -36,7 +36,12 @@ Catalog Store::catalog() {
     } catch (const Error& e) {
       it.entry_error = e.what();
     }
-    it.hits = b_->counter(KeyLayout::hits(seal));
+    // One bad counter is that entry's unknown, not the whole listing's failure.
+    try {
+      it.hits = b_->counter(KeyLayout::hits(seal));
+    } catch (const Error& e) {
+      it.hits_error = e.what();
+    }
   }
   for (const std::string& k : b_->scan(KeyLayout::kChunks)) {
     const std::string seal = seal_of(k, ParsedKey::Kind::chunk);
@@ -210,7 +215,7 @@ StoreStats Store::stats() {
     if (it.entry) {
       ++s.entries;
       s.payload_bytes += 2 * it.entry->manifest.payload_bytes();
-      s.hits += it.hits;
+      s.hits += it.hits.value_or(0);
     } else if (it.has_entry) {
       ++s.invalid_entries;
     } else {

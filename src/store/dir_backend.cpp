@@ -28,6 +28,8 @@ std::vector<std::string> split(std::string_view s) {
   }
 }
 
+const char* file_kind(unsigned mode) { return S_ISREG(mode) ? "a regular file" : describe_file_type(mode); }
+
 bool component_ok(std::string_view c) {
   if (c.empty() || c.size() > 200 || c[0] == '.') return false;
   for (char ch : c)
@@ -108,14 +110,26 @@ class DirBackend final : public Backend {
 
   int64_t increment(const std::string& key) override {
     // A counter is a file of n bytes: one O_APPEND write of one byte is atomic against other
-    // incrementers, so no count is ever lost.
+    // incrementers, so no count is ever lost. O_NONBLOCK and the fstat: a FIFO (or a device)
+    // planted at the key is refused at once instead of blocking every reader of the store.
     const std::string p = path(key);
     create_parents(p);
-    const int fd = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) fail(uri_ + ": " + key, std::string("cannot open counter: ") + std::strerror(errno));
+    const int fd = ::open(p.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    struct stat st {};
+    if (fd < 0) {
+      const std::string why = std::strerror(errno);
+      // ENXIO (a FIFO without a reader), ELOOP (a symlink), EISDIR: name what is there.
+      if (::lstat(p.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        fail_field(uri_, key, "a counter (a regular file)", file_kind(st.st_mode));
+      fail(uri_ + ": " + key, "cannot open counter: " + why);
+    }
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      const unsigned mode = st.st_mode;
+      ::close(fd);
+      fail_field(uri_, key, "a counter (a regular file)", file_kind(mode));
+    }
     const char one = '1';
     const bool ok = ::write(fd, &one, 1) == 1;
-    struct stat st {};
     const bool st_ok = ::fstat(fd, &st) == 0;
     ::close(fd);
     if (!ok || !st_ok) fail(uri_ + ": " + key, "cannot increment counter");
@@ -124,7 +138,11 @@ class DirBackend final : public Backend {
 
   int64_t counter(const std::string& key) override {
     struct stat st {};
-    if (::lstat(path(key).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    if (::lstat(path(key).c_str(), &st) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) return 0;
+      fail(uri_ + ": " + key, std::string("cannot stat: ") + std::strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode)) fail_field(uri_, key, "a counter (a regular file)", file_kind(st.st_mode));
     return int64_t(st.st_size);
   }
 
@@ -183,6 +201,11 @@ class DirBackend final : public Backend {
 
 std::unique_ptr<Backend> open_dir_backend(const std::string& uri, const std::string& root) {
   if (root.empty()) fail_field(uri, "path", "dir:PATH with a non-empty PATH", "empty");
+  // A store is a directory, or nothing yet (put creates it): a file there is a wrong URI, not
+  // an empty store.
+  struct stat st {};
+  if (::stat(root.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    fail_field(uri, "path", "a directory (or nothing yet)", file_kind(st.st_mode));
   return std::make_unique<DirBackend>(uri, root);
 }
 

@@ -38,6 +38,7 @@ PrefixRestore restore_longest_prefix(Store& store, const model::Engine& engine, 
       out.report = "store hit: restored " + std::to_string(common) + " of " + std::to_string(prompt.size()) +
                    " prompt positions from state " + *seal + "; computing " +
                    std::to_string(prompt.size() - common);
+      for (const std::string& w : store.take_warnings()) out.report += "; " + w;
       return out;
     } catch (const Error& e) {
       if (on_miss != OnMiss::recompute) throw;

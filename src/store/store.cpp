@@ -309,7 +309,14 @@ kv::Snapshot Store::get(const std::string& seal, bool count_hit) {
   s.cache.k = std::move(data[0]);
   s.cache.v = std::move(data[1]);
   kv::check_cache_payloads(s.manifest, s.cache, uri() + ": " + KeyLayout::entry(seal));
-  if (count_hit) b_->increment(KeyLayout::hits(seal));
+  // Hit counting is bookkeeping, never on the read's critical path.
+  if (count_hit) {
+    try {
+      b_->increment(KeyLayout::hits(seal));
+    } catch (const Error& err) {
+      warnings_.push_back(std::string("hit not counted: ") + err.what());
+    }
+  }
   return s;
 }
 

@@ -86,7 +86,8 @@ struct Catalog {
     std::vector<std::string> chunk_keys;
     std::optional<int64_t> pending_since;  // the pending marker's start time
     bool has_pending = false;
-    int64_t hits = 0;
+    std::optional<int64_t> hits;  // nullopt: the counter could not be read (hits_error says why)
+    std::string hits_error;
   };
   std::map<std::string, Item> seals;                    // by seal
   std::map<std::string, std::string> names, prefixes;   // key -> seal it names ("" if malformed)
@@ -145,11 +146,16 @@ class Store {
   // The state of `seal`: the entry (read_entry), then every chunk of each payload read with
   // its size bound, its SHA-256 compared with the record (a missing or corrupt chunk is an
   // Error naming its key), then each payload's SHA-256 and finiteness against the sealed
-  // manifest. Nothing is returned before every check passed. count_hit increments :hits.
+  // manifest. Nothing is returned before every check passed. count_hit increments :hits, best
+  // effort: a counter that cannot be written (a read-only ACL, a FIFO planted at the key) is
+  // a warning (take_warnings), never a failed read.
   kv::Snapshot get(const std::string& seal, bool count_hit = true);
 
   // The seal the prefix index holds for a chained hash (nullopt: none).
   std::optional<std::string> prefix_lookup(const std::string& ns, const std::string& hash);
+
+  // Warnings since the last call (hit counts not written), one line each.
+  std::vector<std::string> take_warnings() { return std::move(warnings_); }
 
   Catalog catalog();
   VerifyResult verify();
@@ -162,6 +168,7 @@ class Store {
  private:
   void remove_state(const std::string& seal, const Catalog& cat, GcResult& r);
   std::unique_ptr<Backend> b_;
+  std::vector<std::string> warnings_;
 };
 
 // [A-Za-z0-9._-]{1,128}: the names a store accepts.

@@ -96,6 +96,154 @@ class ScriptedServer {
   std::thread thread_;
 };
 
+// A store on each backend, fresh per test.
+class Round2 : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = test::temp_dir("store-r2");
+    if (GetParam() == "redis") {
+      server_ = std::make_unique<test::RedisServer>(dir_);
+      uri_ = server_->uri();
+    } else {
+      uri_ = "dir:" + dir_ + "/s";
+    }
+  }
+  Store open() { return Store::open(uri_); }
+  std::string dir_, uri_;
+  std::unique_ptr<test::RedisServer> server_;
+};
+
+// Item 1: a FIFO planted as a state's hits counter. Every read of the state opened it for
+// writing without O_NONBLOCK and waited for a reader forever. Now it is refused at once and
+// the read is served anyway: hit counting is not on the read's critical path.
+TEST(StoreRound2, AFifoHitCounterNeitherBlocksNorFailsAStoreRead) {
+  const std::string dir = test::temp_dir("store-fifo");
+  const std::string uri = "dir:" + dir + "/s";
+  CliRun r = run_ember("model synth --arch llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 "
+                       "--seed 7 -o " + q(dir + "/m.gguf"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string prompt = "the quick brown fox jumps over the lazy dog, again and again and again";
+  r = run_ember("kv replay --model " + q(dir + "/m.gguf") + " --save-to " + q(uri) + " --prompt " + q(prompt) +
+                " -n 1");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::vector<std::string> seals = [&] {
+    std::vector<std::string> out;
+    for (const auto& [seal, it] : Store::open(uri).catalog().seals) out.push_back(seal);
+    return out;
+  }();
+  ASSERT_EQ(seals.size(), 1u);
+  const std::string hits = dir + "/s/ember/v1/s/{" + seals[0] + "}/hits";
+  ::unlink(hits.c_str());
+  ASSERT_EQ(::mkfifo(hits.c_str(), 0644), 0);
+
+  auto t0 = Clock::now();
+  r.rc = test::run_command("timeout 20 " + test::ember_binary() + " store get " + q(uri) + " " + seals[0] + " -o " +
+                               q(dir + "/got"),
+                           &r.out);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_LT(seconds_since(t0), 10.0) << "store get waited on the FIFO";
+  EXPECT_NE(r.out.find("hit not counted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FIFO"), std::string::npos) << r.out;
+
+  // kv replay --store: served from the store (a hit), not recomputed, and not blocked.
+  t0 = Clock::now();
+  r.rc = test::run_command("timeout 20 " + test::ember_binary() + " kv replay --model " + q(dir + "/m.gguf") +
+                               " --store " + q(uri) + " --prompt " + q(prompt) + " -n 2 --on-miss recompute",
+                           &r.out);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_LT(seconds_since(t0), 10.0) << "kv replay --store waited on the FIFO";
+  EXPECT_NE(r.out.find("store hit"), std::string::npos) << r.out;
+  struct stat st {};
+  ASSERT_EQ(::lstat(hits.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));  // refused, not replaced
+}
+
+// Item 7: one bad hits value made `store ls` fail for the whole store. Now that entry's hits
+// are unknown ("?", null in JSON) with a warning; every other entry is listed as before.
+TEST_P(Round2, ABadHitCounterIsUnknownForThatEntryOnly) {
+  Store st = open();
+  const PutResult a = st.put(test::make_snapshot(1, 1, 64, 20, 1), {}),
+                  b = st.put(test::make_snapshot(1, 1, 64, 21, 1), {});
+  st.get(b.seal);
+  if (GetParam() == "redis") {
+    st.backend().replace(KeyLayout::hits(a.seal), "not a number");
+  } else {
+    ASSERT_EQ(::mkdir((dir_ + "/s/ember/v1/s/{" + a.seal + "}/hits").c_str(), 0755), 0);
+  }
+  CliRun r = run_ember("store ls " + q(uri_));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find(a.seal + " ns " + a.ns), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hits ?"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hits 1"), std::string::npos) << r.out;  // the other entry's count
+  EXPECT_NE(r.out.find("warning: hits of " + a.seal), std::string::npos) << r.out;
+  r = run_ember("store ls " + q(uri_) + " --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out.substr(r.out.find("\n[") + 1));  // after the warning
+  ASSERT_EQ(j.size(), 2u);
+  for (const auto& e : j) EXPECT_EQ(e["hits"].is_null(), e["seal"] == a.seal) << e.dump();
+  EXPECT_EQ(run_ember("store stats " + q(uri_)).rc, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Store, Round2, ::testing::Values("dir", "redis"));
+
+// Item 4: `store ls` printed name keys as the server holds them: ESC, OSC, BEL and newlines
+// reached the terminal. Now they are escaped (util/printable.h), one line per state.
+TEST(StoreRound2, LsEscapesNamesItReadsFromTheServer) {
+  const std::string dir = test::temp_dir("store-ls");
+  test::RedisServer server(dir);
+  Store st = Store::open(server.uri());
+  const PutResult r = st.put(test::make_snapshot(1, 1, 64, 20), {"plain", false, 4096});
+  st.backend().replace(KeyLayout::name(r.ns, "x\x1b]0;pwned\x07\n\x1b[2Jy"), r.seal);
+  const CliRun ls = run_ember("store ls " + server.uri());
+  EXPECT_EQ(ls.rc, 0) << ls.out;
+  EXPECT_EQ(ls.out.find('\x1b'), std::string::npos) << ls.out;
+  EXPECT_EQ(ls.out.find('\x07'), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("x\\x1b]0;pwned\\x07\\x0a\\x1b[2Jy"), std::string::npos) << ls.out;
+  EXPECT_EQ(std::count(ls.out.begin(), ls.out.end(), '\n'), 1) << ls.out;
+}
+
+// Item 6: a read-only ACL user (no INCR: docs/store.md says GET, EXISTS, SCAN are enough to
+// read) could not `store get` at all, because counting the hit failed the read.
+TEST(StoreRound2, AReadOnlyAclUserCanGetAndList) {
+  const std::string dir = test::temp_dir("store-acl");
+  test::RedisServer server(dir);
+  const PutResult p = Store::open(server.uri()).put(test::make_snapshot(1, 1, 64, 20), {"n", false, 4096});
+  const std::string acl = test::redis_cli(server.port(), "ACL SETUSER reader on '>ro-pw' '~ember:v1:*' +get +exists "
+                                                          "+scan +dbsize +ping +auth +select");
+  ASSERT_NE(acl.find("OK"), std::string::npos) << acl;
+  const std::string uri = "redis://reader@127.0.0.1:" + std::to_string(server.port());
+  const std::string env = "EMBER_REDIS_PASSWORD=ro-pw " + test::ember_binary();
+  CliRun r;
+  r.rc = test::run_command(env + " store get " + uri + " " + p.ns + "/n -o " + q(dir + "/got"), &r.out);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("hit not counted"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("NOPERM"), std::string::npos) << r.out;
+  r.rc = test::run_command(env + " store ls " + uri, &r.out);
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find(p.seal), std::string::npos) << r.out;
+}
+
+// Item 12: `store ls dir:FILE` listed nothing with exit 0; gc took negative ages and sizes.
+TEST(StoreRound2, AFileAsTheStoreAndNegativeGcFlagsAreRefused) {
+  const std::string dir = test::temp_dir("store-flags");
+  std::ofstream(dir + "/file") << "not a store";
+  CliRun r = run_ember("store ls " + q("dir:" + dir + "/file"));
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("expected a directory (or nothing yet), found a regular file"), std::string::npos) << r.out;
+  const std::string store = q("dir:" + dir + "/s");
+  for (const char* bad : {"--older-than -5", "--max-bytes -1", "--grace -1", "--older-than 1e3", "--max-bytes 12abc"}) {
+    r = run_ember("store gc " + store + " " + bad);
+    EXPECT_EQ(r.rc, 2) << bad << ": " << r.out;
+    const std::string flag = std::string(bad).substr(0, std::string(bad).find(' '));
+    const std::string value = std::string(bad).substr(std::string(bad).find(' ') + 1);
+    EXPECT_NE(r.out.find(flag), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("expected a non-negative integer"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("'" + value + "'"), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one line: " << r.out;
+  }
+  EXPECT_EQ(run_ember("store gc " + store + " --older-than 5 --max-bytes 0 --grace 0").rc, 0);
+}
+
 // Item 5: a server that sends one byte every 2 s kept ember waiting forever (each read had
 // its 5 s timeout, the reply none). docs/store.md states the reply deadline: 10 s, plus 1 s
 // per MiB received; ember gives up within it (2 s of slack for a loaded machine).
