@@ -88,8 +88,8 @@ void register_store_commands(CLI::App& app) {
     add_trust_flags(s, o->trust);
     s->callback([o] {
       store::Store store = open(o->c);
-      const std::string seal = store.resolve(o->ref);
-      const kv::Snapshot snap = store.get(seal);
+      const kv::Snapshot snap = store.get_ref(o->ref);
+      const std::string seal = snap.manifest.seal;
       print_warnings(store);
       check_artifact_trust(o->c.uri + " " + o->ref, snap.manifest, o->trust);
       kv::write_snapshot(snap, o->output, o->force);

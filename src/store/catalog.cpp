@@ -69,6 +69,28 @@ Catalog Store::catalog() {
   return c;
 }
 
+// Does the name or prefix key `key` belong with the stored, valid state `seal`? A name must be
+// in the state's namespace; a prefix key too, and its hash must be one of the state's prompt.
+bool Store::pointer_fits(const Catalog& c, const std::string& key, const std::string& seal, std::string* why) const {
+  const std::optional<ParsedKey> p = KeyLayout::parse(key);
+  auto it = c.seals.find(seal);
+  if (!p || it == c.seals.end() || !it->second.entry) return true;  // dangling: reported as such
+  const Entry& e = *it->second.entry;
+  if (e.ns != p->tag) {
+    *why = "points at state " + seal + " of namespace " + e.ns + " (model " + e.manifest.model.identity +
+           "), not of its own namespace " + p->tag;
+    return false;
+  }
+  if (p->kind == ParsedKey::Kind::prefix) {
+    const std::vector<std::string> chain = prefix_chain(e.ns, e.manifest.prefix.tokens);
+    if (std::find(chain.begin(), chain.end(), p->leaf) == chain.end()) {
+      *why = "points at state " + seal + ", whose prompt does not have this prefix hash";
+      return false;
+    }
+  }
+  return true;
+}
+
 VerifyResult Store::verify() {
   const Catalog c = catalog();
   VerifyResult r;
@@ -97,15 +119,18 @@ VerifyResult Store::verify() {
                                                   : " (no live put)")});
     }
   }
-  auto dangling = [&](const std::map<std::string, std::string>& m, const char* what) {
+  auto pointers = [&](const std::map<std::string, std::string>& m, const char* dangling, const char* misplaced) {
     for (const auto& [k, seal] : m) {
       auto it = c.seals.find(seal);
+      std::string why;
       if (seal.empty() || it == c.seals.end() || !it->second.has_entry)
-        r.findings.push_back({what, k, seal.empty() ? "not a seal" : "points at state " + seal + ", not stored"});
+        r.findings.push_back({dangling, k, seal.empty() ? "not a seal" : "points at state " + seal + ", not stored"});
+      else if (!pointer_fits(c, k, seal, &why))
+        r.findings.push_back({misplaced, k, why});
     }
   };
-  dangling(c.names, "dangling-name");
-  dangling(c.prefixes, "dangling-prefix");
+  pointers(c.names, "dangling-name", "misplaced-name");
+  pointers(c.prefixes, "dangling-prefix", "misplaced-prefix");
   return r;
 }
 
@@ -191,15 +216,17 @@ GcResult Store::gc(const GcOptions& o) {
   }
   r.entries_kept = live.size() - i;
   r.bytes_kept = total;
-  // Pointers at states that are gone (or were never published).
+  // Pointers at states that are gone (or were never published), or at a state they do not
+  // belong with (another namespace's; another prompt's, for a prefix key).
   std::set<std::string> removed;
   for (size_t k = 0; k < i; ++k) removed.insert(live[k].seal);
   auto sweep = [&](const std::map<std::string, std::string>& m, size_t& count) {
     for (const auto& [k, seal] : m) {
       auto it = c.seals.find(seal);
+      std::string why;
       const bool stored = !seal.empty() && it != c.seals.end() && it->second.entry && !removed.count(seal) &&
                           !(o.older_than_s >= 0 && it->second.entry->stored_at < now - o.older_than_s);
-      if (!stored && b_->exists(k)) b_->remove(k), ++count;
+      if ((!stored || !pointer_fits(c, k, seal, &why)) && b_->exists(k)) b_->remove(k), ++count;
     }
   };
   sweep(c.names, r.names_removed);

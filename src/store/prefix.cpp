@@ -21,7 +21,7 @@ PrefixRestore restore_longest_prefix(Store& store, const model::Engine& engine, 
     const std::optional<std::string> seal = store.prefix_lookup(ns, chain[b - 1]);
     if (!seal) continue;
     try {
-      const kv::Snapshot s = store.get(*seal);
+      const kv::Snapshot s = store.get(*seal, /*count_hit=*/true, ns);
       const std::vector<int32_t>& t = s.manifest.prefix.tokens;
       size_t common = 0;
       while (common < usable && common < t.size() && t[common] == prompt[common]) ++common;

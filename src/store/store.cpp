@@ -218,7 +218,7 @@ std::string Store::resolve(const std::string& ref) {
   return *v;
 }
 
-Entry Store::read_entry(const std::string& seal) {
+Entry Store::read_entry(const std::string& seal, const std::string& expect_ns) {
   const std::string key = KeyLayout::entry(seal);
   const std::string where = uri() + ": " + key;
   const std::optional<std::string> text = b_->get(key, kMaxEntryBytes);
@@ -260,6 +260,13 @@ Entry Store::read_entry(const std::string& seal) {
   if (namespace_of(e.manifest) != e.ns)
     fail_field(where, "namespace", namespace_of(e.manifest) + " (of the manifest's model, tokenizer and numerics)",
                e.ns);
+  // A name or prefix key lives in its namespace; a state of another namespace under it is
+  // another model's, tokenizer's or engine's, never to be returned for this one.
+  if (!expect_ns.empty() && e.ns != expect_ns)
+    fail_field(where, "namespace",
+               expect_ns + " (the namespace of the name or prefix key that led here)",
+               e.ns + " (model " + e.manifest.model.identity + ", tokenizer " + e.manifest.tokenizer.identity +
+                   ", engine " + e.manifest.numerics.engine_fingerprint + ")");
   const uint64_t want = chunk_count(e.manifest.payload_bytes(), e.chunk_bytes);
   for (kv::Payload p : {kv::Payload::keys, kv::Payload::values})
     if (e.chunks[int(p)].size() != want)
@@ -269,8 +276,8 @@ Entry Store::read_entry(const std::string& seal) {
   return e;
 }
 
-kv::Snapshot Store::get(const std::string& seal, bool count_hit) {
-  const Entry e = read_entry(seal);
+kv::Snapshot Store::get(const std::string& seal, bool count_hit, const std::string& expect_ns) {
+  const Entry e = read_entry(seal, expect_ns);
   const kv::SnapshotManifest& m = e.manifest;
   const kv::Geometry& g = m.geometry;
   const uint64_t bytes = m.payload_bytes();
@@ -320,9 +327,23 @@ kv::Snapshot Store::get(const std::string& seal, bool count_hit) {
   return s;
 }
 
+kv::Snapshot Store::get_ref(const std::string& ref) {
+  const std::string seal = resolve(ref);
+  return get(seal, true, is_hex(ref, 64) ? std::string() : ref.substr(0, ref.find('/')));
+}
+
 std::optional<std::string> Store::prefix_lookup(const std::string& ns, const std::string& hash) {
   const std::optional<std::string> v = b_->get(KeyLayout::prefix(ns, hash), kMaxSmallValue);
   if (!v || !is_hex(*v, 64)) return std::nullopt;
+  Entry e;
+  try {
+    e = read_entry(*v);
+  } catch (const Error&) {
+    return v;  // missing or invalid: get names it (a miss, or the failure --on-miss reports)
+  }
+  if (e.ns != ns) return std::nullopt;
+  const std::vector<std::string> chain = prefix_chain(ns, e.manifest.prefix.tokens);
+  if (std::find(chain.begin(), chain.end(), hash) == chain.end()) return std::nullopt;
   return v;
 }
 

@@ -14,7 +14,8 @@
 // SEAL is the snapshot's seal (kv/seal.h), so one snapshot's keys share one hash tag (one
 // Redis Cluster node) and a second writer of the same state writes the same keys. NS is the
 // namespace of (model identity, tokenizer identity, numerics contract, engine fingerprint):
-// a lookup made for another model or engine can never reach a state of this one.
+// a lookup made for another model or engine can never reach a state of this one (a name or
+// prefix key of NS that holds another namespace's seal is refused, and verify reports it).
 //
 // The entry record is canonical JSON: {"format": "ember.store-entry", "version": 1, "seal",
 // "namespace", "stored_at" (unix seconds), "chunk_bytes", "chunks": {"keys": [SHA256...],
@@ -94,7 +95,10 @@ struct Catalog {
 };
 
 struct VerifyFinding {
-  std::string what;  // "entry", "orphan-chunks", "dangling-name", "dangling-prefix", "stale-pending"
+  // "entry", "orphan-chunks", "dangling-name", "dangling-prefix", "stale-pending",
+  // "misplaced-name" / "misplaced-prefix" (a pointer at a state of another namespace or, for a
+  // prefix, another prompt)
+  std::string what;
   std::string key;
   std::string detail;
 };
@@ -140,8 +144,9 @@ class Store {
   // "NS/NAME" or a seal (64 hex digits) -> the seal. Error naming the ref when absent.
   std::string resolve(const std::string& ref);
 
-  // The entry record of `seal`, strictly read and checked. Error naming the key.
-  Entry read_entry(const std::string& seal);
+  // The entry record of `seal`, strictly read and checked. Error naming the key. With
+  // expect_ns, the state must be of that namespace (a name's or a prefix key's own).
+  Entry read_entry(const std::string& seal, const std::string& expect_ns = {});
 
   // The state of `seal`: the entry (read_entry), then every chunk of each payload read with
   // its size bound, its SHA-256 compared with the record (a missing or corrupt chunk is an
@@ -149,9 +154,14 @@ class Store {
   // manifest. Nothing is returned before every check passed. count_hit increments :hits, best
   // effort: a counter that cannot be written (a read-only ACL, a FIFO planted at the key) is
   // a warning (take_warnings), never a failed read.
-  kv::Snapshot get(const std::string& seal, bool count_hit = true);
+  kv::Snapshot get(const std::string& seal, bool count_hit = true, const std::string& expect_ns = {});
+  // get() of "NS/NAME" (the state must be of NS) or of a seal.
+  kv::Snapshot get_ref(const std::string& ref);
 
-  // The seal the prefix index holds for a chained hash (nullopt: none).
+  // The seal the prefix index holds for a chained hash, when that state is of namespace `ns`
+  // and its prompt has that hash (nullopt otherwise: a key at another prompt's or model's state
+  // is ignored, not followed; verify reports it, gc removes it). An entry that cannot be read
+  // is returned as is, for get to name what is wrong with it.
   std::optional<std::string> prefix_lookup(const std::string& ns, const std::string& hash);
 
   // Warnings since the last call (hit counts not written), one line each.
@@ -167,6 +177,7 @@ class Store {
 
  private:
   void remove_state(const std::string& seal, const Catalog& cat, GcResult& r);
+  bool pointer_fits(const Catalog& c, const std::string& key, const std::string& seal, std::string* why) const;
   std::unique_ptr<Backend> b_;
   std::vector<std::string> warnings_;
 };

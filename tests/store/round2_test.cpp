@@ -158,6 +158,69 @@ TEST(StoreRound2, AFifoHitCounterNeitherBlocksNorFailsAStoreRead) {
   EXPECT_TRUE(S_ISFIFO(st.st_mode));  // refused, not replaced
 }
 
+// Item 3: a name in model A's namespace holding model B's seal. get followed it and returned
+// B's state; verify saw nothing. Now get refuses naming both namespaces, verify reports the
+// name, gc removes it.
+TEST_P(Round2, ANameIsNeverFollowedIntoAnotherNamespace) {
+  Store st = open();
+  const kv::Snapshot a = test::make_snapshot(1, 1, 64, 20, 1), b = test::make_snapshot(1, 1, 64, 20, 2);
+  const PutResult ra = st.put(a, {"mine", false, 4096}), rb = st.put(b, {"theirs", false, 4096});
+  ASSERT_NE(ra.ns, rb.ns);
+  st.backend().replace(KeyLayout::name(ra.ns, "evil"), rb.seal);
+  const CliRun r = run_ember("store get " + q(uri_) + " " + ra.ns + "/evil -o " + q(dir_ + "/out"));
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find(ra.ns), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(rb.ns), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("namespace"), std::string::npos) << r.out;
+  struct stat sb {};
+  EXPECT_NE(::stat((dir_ + "/out").c_str(), &sb), 0) << "nothing is written";
+  size_t misplaced = 0;
+  for (const VerifyFinding& f : st.verify().findings) {
+    EXPECT_EQ(f.what, "misplaced-name") << f.key << ": " << f.detail;
+    misplaced += f.what == "misplaced-name" && f.key == KeyLayout::name(ra.ns, "evil");
+  }
+  EXPECT_EQ(misplaced, 1u);
+  st.gc({});
+  EXPECT_FALSE(st.backend().exists(KeyLayout::name(ra.ns, "evil")));
+  EXPECT_TRUE(st.verify().ok());
+  EXPECT_EQ(st.resolve(ra.ns + "/mine"), ra.seal);  // the honest names stay
+  EXPECT_EQ(st.resolve(rb.ns + "/theirs"), rb.seal);
+}
+
+
+// Item 10: a prefix key pointing at another prompt's state (same namespace) or at another
+// model's. A lookup followed it and failed the prompt until someone deleted the key by hand.
+// Now lookups ignore it, verify reports it, gc removes it.
+TEST_P(Round2, APrefixKeyAtAnotherPromptOrModelIsIgnoredReportedAndCollected) {
+  Store st = open();
+  const kv::Snapshot a = test::make_snapshot(1, 1, 64, 32, 1);
+  kv::Snapshot b = test::make_snapshot(1, 1, 64, 32, 1);
+  b.manifest.prefix.tokens[0] ^= 1;  // another prompt of the same model
+  kv::seal(b);
+  const kv::Snapshot c = test::make_snapshot(1, 1, 64, 32, 2);  // another model
+  const PutResult ra = st.put(a, {}), rb = st.put(b, {}), rc = st.put(c, {});
+  ASSERT_EQ(ra.ns, rb.ns);
+  const std::vector<std::string> chain = prefix_chain(ra.ns, a.manifest.prefix.tokens);
+  ASSERT_EQ(chain.size(), 2u);
+  st.backend().replace(KeyLayout::prefix(ra.ns, chain[1]), rb.seal);
+  st.backend().replace(KeyLayout::prefix(ra.ns, chain[0]), rc.seal);
+  EXPECT_FALSE(st.prefix_lookup(ra.ns, chain[1]).has_value());
+  EXPECT_FALSE(st.prefix_lookup(ra.ns, chain[0]).has_value());
+  size_t misplaced = 0;
+  for (const VerifyFinding& f : st.verify().findings) {
+    EXPECT_EQ(f.what, "misplaced-prefix") << f.key << ": " << f.detail;
+    misplaced += f.what == "misplaced-prefix";
+  }
+  EXPECT_EQ(misplaced, 2u);
+  const GcResult g = st.gc({});
+  EXPECT_EQ(g.prefixes_removed, 2u);
+  EXPECT_EQ(g.entries_removed, 0u);
+  EXPECT_TRUE(st.verify().ok());
+  st.put(a, {});  // the state's own keys come back with its next put
+  EXPECT_EQ(st.prefix_lookup(ra.ns, chain[1]), ra.seal);
+}
+
+
 // Item 7: one bad hits value made `store ls` fail for the whole store. Now that entry's hits
 // are unknown ("?", null in JSON) with a warning; every other entry is listed as before.
 TEST_P(Round2, ABadHitCounterIsUnknownForThatEntryOnly) {
