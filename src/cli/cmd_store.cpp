@@ -34,8 +34,9 @@ CLI::App* add(CLI::App& parent, const char* name, const char* help, Common& c, b
 store::Store open(const Common& c) { return store::Store::open(c.uri, store_backend_options(c.password_file)); }
 
 void print_removed(const store::GcResult& r) {
-  std::printf("removed %zu states, %zu chunks, %zu names, %zu prefix keys, %zu pending markers\n", r.entries_removed,
-              r.chunks_removed, r.names_removed, r.prefixes_removed, r.pending_removed);
+  std::printf("removed %zu states, %zu chunks, %zu names, %zu prefix keys, %zu pending markers, %zu temporaries\n",
+              r.entries_removed, r.chunks_removed, r.names_removed, r.prefixes_removed, r.pending_removed,
+              r.temporaries_removed);
 }
 
 void print_warnings(store::Store& s) {
@@ -199,7 +200,8 @@ void register_store_commands(CLI::App& app) {
     // Read as text and parsed by store_flags: CLI11 would take "-1" for an unsigned flag.
     s->add_option("--older-than", o->older_than, "remove states stored more than SECONDS ago");
     s->add_option("--max-bytes", o->max_bytes, "then remove the oldest until the payload bytes fit");
-    s->add_option("--grace", o->grace, "chunks of a put younger than SECONDS are kept")->capture_default_str();
+    s->add_option("--grace", o->grace, "chunks and temporaries of a put younger than SECONDS are kept")
+        ->capture_default_str();
     s->callback([o] {
       store::GcOptions g;
       if (!o->older_than.empty()) g.older_than_s = int64_t(parse_count_flag("--older-than", "seconds", o->older_than));

@@ -1,6 +1,8 @@
-// ls, verify, rm and gc and stats: one pass over every key of the store (the catalog), then
-// checks and removals. A state is removed pointers first (no reader is sent to a state being
-// removed), then its record, then its chunks.
+// ls, verify, rm, gc and stats: one pass over every key of the store (the catalog), then
+// checks and removals. Removal order keeps every reader safe: pointers first (no reader is
+// sent to a state being removed), then the record, then the chunks, and those only while no
+// record exists (Backend::remove_unless_exists), so a put racing this cannot lose its chunks
+// (docs/store.md, "put and gc").
 #include <algorithm>
 #include <ctime>
 #include <set>
@@ -131,12 +133,13 @@ VerifyResult Store::verify() {
   };
   pointers(c.names, "dangling-name", "misplaced-name");
   pointers(c.prefixes, "dangling-prefix", "misplaced-prefix");
+  for (const Backend::Temporary& t : b_->dead_temporaries())
+    r.findings.push_back({"stale-temporary", t.path,
+                          "a dead put's temporary, " + std::to_string(t.age_s) + " s old (gc removes it)"});
   return r;
 }
 
 void Store::remove_state(const std::string& seal, const Catalog& c, GcResult& r) {
-  // Pointers first (no reader is sent to a state being removed), then the record (the state
-  // is gone for every reader), then its chunks.
   for (const auto& [k, s] : c.names)
     if (s == seal) b_->remove(k), ++r.names_removed;
   for (const auto& [k, s] : c.prefixes)
@@ -146,10 +149,19 @@ void Store::remove_state(const std::string& seal, const Catalog& c, GcResult& r)
     b_->remove(KeyLayout::entry(seal));
     ++r.entries_removed;
   }
-  if (it != c.seals.end())
-    for (const std::string& k : it->second.chunk_keys) b_->remove(k), ++r.chunks_removed;
-  b_->remove(KeyLayout::hits(seal));
-  if (it != c.seals.end() && it->second.has_pending) b_->remove(KeyLayout::pending(seal)), ++r.pending_removed;
+  // The rest only while no entry exists: a put that published the state again since the
+  // catalog was read keeps its chunks (it re-checks them after publishing, too).
+  std::vector<std::string> rest = {KeyLayout::hits(seal), KeyLayout::pending(seal)};
+  size_t chunks = 0, pending = 0;
+  if (it != c.seals.end()) {
+    rest.insert(rest.end(), it->second.chunk_keys.begin(), it->second.chunk_keys.end());
+    chunks = it->second.chunk_keys.size();
+    pending = it->second.has_pending ? 1 : 0;
+  }
+  if (b_->remove_unless_exists(KeyLayout::entry(seal), rest)) {
+    r.chunks_removed += chunks;
+    r.pending_removed += pending;
+  }
 }
 
 GcResult Store::remove(const std::string& ref) {
@@ -231,6 +243,10 @@ GcResult Store::gc(const GcOptions& o) {
   };
   sweep(c.names, r.names_removed);
   sweep(c.prefixes, r.prefixes_removed);
+  // A dead dir: put's temporaries, once older than the grace period (a live writer holds its
+  // temporary's lock, so it is never listed; the age covers writers on other machines).
+  for (const Backend::Temporary& t : b_->dead_temporaries())
+    if (t.age_s >= o.grace_s && b_->remove_dead_temporary(t.path)) ++r.temporaries_removed;
   return r;
 }
 

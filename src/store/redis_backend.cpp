@@ -450,6 +450,33 @@ class RedisBackend final : public Backend {
     return out;
   }
 
+  bool remove_unless_exists(const std::string& guard, const std::vector<std::string>& keys) override {
+    // WATCH makes EXEC fail (a nil reply) if anything wrote `guard` after this point: a put
+    // that publishes the entry between our EXISTS and EXEC keeps its chunks.
+    expect(keyed(guard, {"WATCH", guard}, kMaxLine), Reply::kStatus, "WATCH", guard);
+    Conn& c = conn(node_of(guard));
+    const Reply e = c.command({"EXISTS", guard}, kMaxLine);
+    if (e.type != Reply::kInteger || e.integer > 0) {
+      c.command({"UNWATCH"}, kMaxLine);
+      expect(e, Reply::kInteger, "EXISTS", guard);
+      return false;
+    }
+    expect(c.command({"MULTI"}, kMaxLine), Reply::kStatus, "MULTI", guard);
+    for (size_t i = 0; i < keys.size(); i += 256) {
+      std::vector<std::string_view> argv = {"DEL"};
+      for (size_t k = i; k < std::min(keys.size(), i + 256); ++k) argv.push_back(keys[k]);
+      const Reply q = c.command(argv, kMaxLine);
+      if (q.type != Reply::kStatus) {
+        c.command({"DISCARD"}, kMaxLine);
+        expect(q, Reply::kStatus, "DEL (in MULTI)", keys[i]);
+      }
+    }
+    const Reply x = c.command({"EXEC"}, kMaxLine);
+    if (x.type == Reply::kNil) return false;
+    expect(x, Reply::kArray, "EXEC", guard);
+    return true;
+  }
+
  private:
   // How many SCAN calls one node may take: generous for its DBSIZE (a table of n keys has at
   // most about 2n buckets, COUNT 1000 visits about 1000 per call), or a fixed bound when the

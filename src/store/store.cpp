@@ -1,6 +1,6 @@
-// The store's put (chunks, then the entry, create-only) and its get (every chunk and the seal
-// verified before anything is returned). ls, verify, rm, gc and stats over one catalog are
-// catalog.cpp.
+// The store's put (chunks, then the entry, create-only, then the chunks re-checked), its get
+// (every chunk and the seal verified before anything is returned) and its lookups. ls, verify,
+// rm, gc and stats over one catalog are catalog.cpp.
 #include "store/store.h"
 
 #include <algorithm>
@@ -23,10 +23,17 @@ constexpr size_t kMaxSmallValue = 128;                // a seal, a pending time
 int64_t now_s(int64_t now) { return now != 0 ? now : int64_t(std::time(nullptr)); }
 
 // Cuts a payload stream into chunks and stores each under its SHA-256.
+//   all        every chunk is written (a new state; a corrupted copy of a content-addressed
+//              chunk is repaired by the next put of the same state)
+//   differing  a chunk already holding exactly these bytes is left alone (the entry exists)
+//   missing    only chunks absent now are written, under the SHA-256s `expected` names (after
+//              publishing: a gc that ran while no entry existed may have removed some)
 class ChunkSink final : public ByteSink {
  public:
-  ChunkSink(Backend& b, std::string seal, size_t chunk_bytes, bool only_missing)
-      : b_(b), seal_(std::move(seal)), chunk_bytes_(chunk_bytes), only_missing_(only_missing) {
+  enum class Mode { all, differing, missing };
+  ChunkSink(Backend& b, std::string seal, size_t chunk_bytes, Mode mode,
+            const std::vector<std::string>* expected = nullptr)
+      : b_(b), seal_(std::move(seal)), chunk_bytes_(chunk_bytes), mode_(mode), expected_(expected) {
     buf_.reserve(chunk_bytes);
   }
   void write(const void* data, size_t n) override {
@@ -49,18 +56,21 @@ class ChunkSink final : public ByteSink {
 
  private:
   void flush() {
-    const std::string sha = sha256_hex(buf_);
-    const std::string key = KeyLayout::chunk(seal_, sha);
-    // Chunks are replaced, not created: a corrupted copy of a content-addressed chunk is
-    // repaired by the next put of the same state. Under only_missing (the entry exists), a
-    // chunk already holding exactly these bytes is left alone.
+    std::string sha;
     bool write = true;
-    if (only_missing_) {
-      const std::optional<std::string> cur = b_.get(key, buf_.size());
-      write = !cur || *cur != buf_;
+    if (mode_ == Mode::missing) {
+      EMBER_CHECK(expected_ && shas.size() < expected_->size());
+      sha = (*expected_)[shas.size()];
+      write = !b_.exists(KeyLayout::chunk(seal_, sha));
+    } else {
+      sha = sha256_hex(buf_);
+      if (mode_ == Mode::differing) {
+        const std::optional<std::string> cur = b_.get(KeyLayout::chunk(seal_, sha), buf_.size());
+        write = !cur || *cur != buf_;
+      }
     }
     if (write) {
-      b_.replace(key, buf_);
+      b_.replace(KeyLayout::chunk(seal_, sha), buf_);
       ++written;
     }
     shas.push_back(sha);
@@ -69,7 +79,8 @@ class ChunkSink final : public ByteSink {
   Backend& b_;
   std::string seal_;
   size_t chunk_bytes_;
-  bool only_missing_;
+  Mode mode_;
+  const std::vector<std::string>* expected_;
   std::string buf_;
 };
 
@@ -148,41 +159,59 @@ PutResult Store::put(const kv::Snapshot& s, const PutOptions& o) {
     fail_field(where, "chunk_bytes", "at most 2^20 chunks per payload (a larger --chunk-bytes)",
                std::to_string(chunk_count(bytes, o.chunk_bytes)) + " chunks");
 
-  const bool present = b_->exists(KeyLayout::entry(r.seal));
-  Entry e;
-  e.seal = r.seal;
-  e.ns = r.ns;
-  e.stored_at = now_s(0);
-  e.chunk_bytes = o.chunk_bytes;
-  e.manifest_text = text;
-  if (present) {
-    // The same state again: a no-op, except that chunks lost (evicted) or corrupted since are
-    // rewritten, with the layout the stored record names.
-    const Entry old = read_entry(r.seal);
-    for (kv::Payload p : {kv::Payload::keys, kv::Payload::values}) {
-      ChunkSink sink(*b_, r.seal, size_t(old.chunk_bytes), /*only_missing=*/true);
-      kv::write_payload(s.cache, p, sink);
-      sink.finish();
-      if (sink.shas != old.chunks[int(p)])
-        fail_field(KeyLayout::entry(r.seal), kv::payload_field(p), "the chunks of this state", "other chunks");
-      r.chunks += sink.shas.size();
-      r.chunks_written += sink.written;
+  // The chunks against a concurrent gc (docs/store.md, "put and gc"): gc deletes a state's
+  // chunks only while its entry does not exist, atomically with that check
+  // (Backend::remove_unless_exists). So once the entry exists, nothing of it goes unless the
+  // state itself is removed; and whatever went before is put back by the pass after
+  // publishing. A state removed while this put ran (gc --older-than, rm) is published again.
+  for (int attempt = 0;; ++attempt) {
+    if (attempt == 3)
+      fail_field(uri() + ": " + KeyLayout::entry(r.seal), "entry", "to stay published while this put runs",
+                 "removed 3 times (a concurrent gc or rm)");
+    Entry e;
+    e.seal = r.seal;
+    e.ns = r.ns;
+    e.stored_at = now_s(0);
+    e.chunk_bytes = o.chunk_bytes;
+    e.manifest_text = text;
+    r.chunks = r.chunks_written = 0;
+    if (b_->exists(KeyLayout::entry(r.seal))) {
+      // The same state again: a no-op, except that chunks lost (evicted) or corrupted since
+      // are rewritten, with the layout the stored record names.
+      const Entry old = read_entry(r.seal);
+      for (kv::Payload p : {kv::Payload::keys, kv::Payload::values}) {
+        ChunkSink sink(*b_, r.seal, size_t(old.chunk_bytes), ChunkSink::Mode::differing);
+        kv::write_payload(s.cache, p, sink);
+        sink.finish();
+        if (sink.shas != old.chunks[int(p)])
+          fail_field(KeyLayout::entry(r.seal), kv::payload_field(p), "the chunks of this state", "other chunks");
+        r.chunks += sink.shas.size();
+        r.chunks_written += sink.written;
+      }
+    } else {
+      b_->replace(KeyLayout::pending(r.seal), std::to_string(e.stored_at));
+      for (kv::Payload p : {kv::Payload::keys, kv::Payload::values}) {
+        ChunkSink sink(*b_, r.seal, o.chunk_bytes, ChunkSink::Mode::all);
+        kv::write_payload(s.cache, p, sink);
+        sink.finish();
+        e.chunks[int(p)] = std::move(sink.shas);
+        r.chunks += e.chunks[int(p)].size();
+        r.chunks_written += sink.written;
+      }
+      // The entry last and create-only: a reader sees the whole state or none; of two writers
+      // of the same state one creates it and the other finds it (the same seal: a no-op).
+      r.stored = b_->create(KeyLayout::entry(r.seal), entry_json(e));
+      b_->remove(KeyLayout::pending(r.seal));
+      const Entry pub = r.stored ? e : read_entry(r.seal);  // the other writer's must be valid too
+      for (kv::Payload p : {kv::Payload::keys, kv::Payload::values}) {
+        ChunkSink sink(*b_, r.seal, size_t(pub.chunk_bytes), ChunkSink::Mode::missing, &pub.chunks[int(p)]);
+        kv::write_payload(s.cache, p, sink);
+        sink.finish();
+        r.chunks_written += sink.written;
+      }
     }
-  } else {
-    b_->replace(KeyLayout::pending(r.seal), std::to_string(e.stored_at));
-    for (kv::Payload p : {kv::Payload::keys, kv::Payload::values}) {
-      ChunkSink sink(*b_, r.seal, o.chunk_bytes, /*only_missing=*/false);
-      kv::write_payload(s.cache, p, sink);
-      sink.finish();
-      e.chunks[int(p)] = std::move(sink.shas);
-      r.chunks += e.chunks[int(p)].size();
-      r.chunks_written += sink.written;
-    }
-    // The entry last and create-only: a reader sees the whole state or none; of two writers
-    // of the same state one creates it and the other finds it (the same seal: a no-op).
-    r.stored = b_->create(KeyLayout::entry(r.seal), entry_json(e));
-    b_->remove(KeyLayout::pending(r.seal));
-    if (!r.stored) read_entry(r.seal);  // the other writer's record must be valid too
+    if (b_->exists(KeyLayout::entry(r.seal))) break;
+    r.stored = false;
   }
   if (!o.name.empty()) {
     const std::string key = KeyLayout::name(r.ns, o.name);

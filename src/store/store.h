@@ -2,14 +2,8 @@
 // ember's shared KV store: sealed snapshots (ember.kv-snapshot.v1) as content-addressed chunks
 // on a key-value backend (store/backend.h: dir:PATH, redis://, redis+cluster://), published
 // so that a reader never sees part of one, and read back only after every byte is verified.
-// Key layout, the chained prefix hash and what get checks: docs/store.md.
-//
-//   ember:v1:s:{SEAL}:chunk:SHA256   one chunk of a payload (keys, then values), SHA256 of it
-//   ember:v1:s:{SEAL}:entry          the entry record (below), published last, create-only
-//   ember:v1:s:{SEAL}:pending        set while a put writes chunks (its start time), then removed
-//   ember:v1:s:{SEAL}:hits           how many gets and prefix hits read the entry
-//   ember:v1:n:{NS}:name:NAME        a name -> SEAL (create-only; --force replaces)
-//   ember:v1:n:{NS}:prefix:H         the chained hash of a prefix's 16-token blocks -> SEAL
+// Key layout (store/key_layout.h), the chained prefix hash, what get checks, and the put/gc
+// protocol: docs/store.md.
 //
 // SEAL is the snapshot's seal (kv/seal.h), so one snapshot's keys share one hash tag (one
 // Redis Cluster node) and a second writer of the same state writes the same keys. NS is the
@@ -20,6 +14,9 @@
 // The entry record is canonical JSON: {"format": "ember.store-entry", "version": 1, "seal",
 // "namespace", "stored_at" (unix seconds), "chunk_bytes", "chunks": {"keys": [SHA256...],
 // "values": [...]}, "manifest": the manifest.json text}.
+//
+// Thread-safety: a Store (one backend connection) is used by one thread at a time; any number
+// of Stores, in any number of processes, may work on one backend at once.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -97,7 +94,7 @@ struct Catalog {
 struct VerifyFinding {
   // "entry", "orphan-chunks", "dangling-name", "dangling-prefix", "stale-pending",
   // "misplaced-name" / "misplaced-prefix" (a pointer at a state of another namespace or, for a
-  // prefix, another prompt)
+  // prefix, another prompt), "stale-temporary" (a dead dir: put's file)
   std::string what;
   std::string key;
   std::string detail;
@@ -111,11 +108,12 @@ struct VerifyResult {
 struct GcOptions {
   int64_t older_than_s = -1;         // remove entries stored longer ago than this (-1: none)
   uint64_t max_bytes = UINT64_MAX;   // then remove the oldest until payload bytes <= this
-  int64_t grace_s = 900;             // a put younger than this is live: its chunks are kept
+  int64_t grace_s = 900;             // a put (or a dir: temporary) younger than this is live: kept
   int64_t now = 0;                   // 0: the clock
 };
 struct GcResult {
   size_t entries_removed = 0, chunks_removed = 0, names_removed = 0, prefixes_removed = 0, pending_removed = 0;
+  size_t temporaries_removed = 0;
   size_t entries_kept = 0;
   uint64_t bytes_kept = 0;
 };
@@ -136,9 +134,10 @@ class Store {
   const std::string& uri() const { return b_->uri(); }
 
   // Stores a sealed native snapshot: checks the cache against its seal, writes the pending
-  // marker, every chunk, then the entry (create-only), removes the marker, then the name and
-  // the prefix-index keys. A state already stored is a no-op (missing chunks are rewritten).
-  // A name that points at another state is an Error unless force.
+  // marker, every chunk, then the entry (create-only), removes the marker, puts back any chunk
+  // a concurrent gc removed before the entry existed, then the name and the prefix-index keys.
+  // A state already stored is a no-op (missing or corrupt chunks are rewritten). A name that
+  // points at another state is an Error unless force.
   PutResult put(const kv::Snapshot& s, const PutOptions& options);
 
   // "NS/NAME" or a seal (64 hex digits) -> the seal. Error naming the ref when absent.
