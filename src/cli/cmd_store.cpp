@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
@@ -11,6 +12,7 @@
 #include "kv/strict_json.h"
 #include "store/store.h"
 #include "util/atomic_file.h"
+#include "util/ed25519.h"
 #include "util/error.h"
 #include "util/printable.h"
 
@@ -89,9 +91,16 @@ void register_store_commands(CLI::App& app) {
     add_trust_flags(s, o->trust);
     s->callback([o] {
       store::Store store = open(o->c);
-      const kv::Snapshot snap = store.get_ref(o->ref);
+      kv::Snapshot snap = store.get_ref(o->ref);
       const std::string seal = snap.manifest.seal;
       print_warnings(store);
+      // --trust KEY: the signature by KEY that any put recorded (store.h signature), when the
+      // entry's own manifest carries another signer's or none.
+      if (!o->trust.trusted_key_pem.empty()) {
+        const std::string key = ed25519_public_key(o->trust.trusted_key_pem);
+        if (!snap.manifest.signature || snap.manifest.signature->public_key != key)
+          if (std::optional<Ed25519Signature> sig = store.signature(seal, key)) snap.manifest.signature = *sig;
+      }
       check_artifact_trust(o->c.uri + " " + o->ref, snap.manifest, o->trust);
       kv::write_snapshot(snap, o->output, o->force);
       std::printf("%s: %d positions, resume token %d, from %s\n", printable(o->output).c_str(),

@@ -7,6 +7,8 @@
 #include <ctime>
 #include <set>
 
+#include "kv/seal.h"
+#include "kv/strict_json.h"
 #include "store/store.h"
 #include "util/error.h"
 #include "util/hex.h"
@@ -48,6 +50,10 @@ Catalog Store::catalog() {
   for (const std::string& k : b_->scan(KeyLayout::kChunks)) {
     const std::string seal = seal_of(k, ParsedKey::Kind::chunk);
     if (!seal.empty()) c.seals[seal].chunk_keys.push_back(k);
+  }
+  for (const std::string& k : b_->scan(KeyLayout::kSignatures)) {
+    const std::string seal = seal_of(k, ParsedKey::Kind::signature);
+    if (!seal.empty()) c.seals[seal].signature_keys.push_back(k);
   }
   for (const std::string& k : b_->scan(KeyLayout::kPendings)) {
     const std::string seal = seal_of(k, ParsedKey::Kind::pending);
@@ -114,7 +120,17 @@ VerifyResult Store::verify() {
         r.findings.push_back({"orphan-chunks", KeyLayout::entry(seal),
                               std::to_string(it.chunk_keys.size() - named) + " chunks not in the record"});
       if (it.has_pending) r.findings.push_back({"stale-pending", KeyLayout::pending(seal), "the entry is published"});
-    } else if (!it.chunk_keys.empty() || it.has_pending) {
+      for (const std::string& k : it.signature_keys) {
+        const std::optional<ParsedKey> p = KeyLayout::parse(k);
+        std::string why;
+        try {
+          if (!signature(seal, p->leaf)) why = "not a valid signature of the seal by " + p->leaf;
+        } catch (const Error& e) {
+          why = e.what();
+        }
+        if (!why.empty()) r.findings.push_back({"bad-signature", k, why});
+      }
+    } else if (!it.chunk_keys.empty() || it.has_pending || !it.signature_keys.empty()) {
       r.findings.push_back({"orphan-chunks", KeyLayout::state(seal),
                             std::to_string(it.chunk_keys.size()) + " chunks without an entry" +
                                 (it.pending_since ? " (put started at " + std::to_string(*it.pending_since) + ")"
@@ -155,6 +171,7 @@ void Store::remove_state(const std::string& seal, const Catalog& c, GcResult& r)
   size_t chunks = 0, pending = 0;
   if (it != c.seals.end()) {
     rest.insert(rest.end(), it->second.chunk_keys.begin(), it->second.chunk_keys.end());
+    rest.insert(rest.end(), it->second.signature_keys.begin(), it->second.signature_keys.end());
     chunks = it->second.chunk_keys.size();
     pending = it->second.has_pending ? 1 : 0;
   }

@@ -32,6 +32,7 @@ std::string KeyLayout::entry(const std::string& s) { return state(s) + ":entry";
 std::string KeyLayout::chunk(const std::string& s, const std::string& sha) { return state(s) + ":chunk:" + sha; }
 std::string KeyLayout::pending(const std::string& s) { return state(s) + ":pending"; }
 std::string KeyLayout::hits(const std::string& s) { return state(s) + ":hits"; }
+std::string KeyLayout::signature(const std::string& s, const std::string& k) { return state(s) + ":sig:" + k; }
 std::string KeyLayout::name(const std::string& ns, const std::string& n) {
   return std::string(kNamespaces) + "{" + ns + "}:name:" + n;
 }
@@ -56,6 +57,7 @@ std::optional<ParsedKey> KeyLayout::parse(std::string_view key) {
     }
     if (c.size() != 6 || !is_hex(c[5], 64)) return std::nullopt;
     if (c[4] == "chunk") k.kind = ParsedKey::Kind::chunk;
+    else if (c[4] == "sig") k.kind = ParsedKey::Kind::signature;
     else return std::nullopt;
     k.leaf = std::string(c[5]);
     return k;

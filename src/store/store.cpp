@@ -8,6 +8,7 @@
 #include <ctime>
 #include <set>
 
+#include "kv/seal.h"
 #include "kv/strict_json.h"
 #include "util/byte_io.h"
 #include "util/error.h"
@@ -227,6 +228,15 @@ PutResult Store::put(const kv::Snapshot& s, const PutOptions& o) {
   }
   for (const std::string& h : prefix_chain(r.ns, m.prefix.tokens))
     if (b_->create(KeyLayout::prefix(r.ns, h), r.seal)) ++r.prefix_keys;
+  // A signature is a statement about the seal, not part of it: every signer's valid signature
+  // is kept under its own key (no first writer can squat a state), replacing only that
+  // signer's earlier one. get --trust KEY reads the one by KEY.
+  if (m.signature) {
+    if (!ed25519_verify(*m.signature, kv::seal_signing_message(r.seal)))
+      fail_field(where, "signature", "a valid Ed25519 signature of the seal", "an invalid signature");
+    b_->replace(KeyLayout::signature(r.seal, m.signature->public_key),
+                canonical_json(nlohmann::json(kv::signature_to_json(*m.signature))));
+  }
   return r;
 }
 
@@ -359,6 +369,17 @@ kv::Snapshot Store::get(const std::string& seal, bool count_hit, const std::stri
 kv::Snapshot Store::get_ref(const std::string& ref) {
   const std::string seal = resolve(ref);
   return get(seal, true, is_hex(ref, 64) ? std::string() : ref.substr(0, ref.find('/')));
+}
+
+std::optional<Ed25519Signature> Store::signature(const std::string& seal, const std::string& public_key) {
+  if (!is_hex(public_key, 64)) return std::nullopt;
+  const std::string key = KeyLayout::signature(seal, public_key);
+  const std::optional<std::string> v = b_->get(key, 4096);
+  if (!v) return std::nullopt;
+  const Ed25519Signature sig =
+      kv::signature_from_json(kv::parse_json_strict(*v, uri() + ": " + key, 4, 16), uri() + ": " + key);
+  if (sig.public_key != public_key || !ed25519_verify(sig, kv::seal_signing_message(seal))) return std::nullopt;
+  return sig;
 }
 
 std::optional<std::string> Store::prefix_lookup(const std::string& ns, const std::string& hash) {

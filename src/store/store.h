@@ -86,6 +86,7 @@ struct Catalog {
     bool has_pending = false;
     std::optional<int64_t> hits;  // nullopt: the counter could not be read (hits_error says why)
     std::string hits_error;
+    std::vector<std::string> signature_keys;
   };
   std::map<std::string, Item> seals;                    // by seal
   std::map<std::string, std::string> names, prefixes;   // key -> seal it names ("" if malformed)
@@ -94,7 +95,7 @@ struct Catalog {
 struct VerifyFinding {
   // "entry", "orphan-chunks", "dangling-name", "dangling-prefix", "stale-pending",
   // "misplaced-name" / "misplaced-prefix" (a pointer at a state of another namespace or, for a
-  // prefix, another prompt), "stale-temporary" (a dead dir: put's file)
+  // prefix, another prompt), "bad-signature", "stale-temporary" (a dead dir: put's file)
   std::string what;
   std::string key;
   std::string detail;
@@ -135,9 +136,10 @@ class Store {
 
   // Stores a sealed native snapshot: checks the cache against its seal, writes the pending
   // marker, every chunk, then the entry (create-only), removes the marker, puts back any chunk
-  // a concurrent gc removed before the entry existed, then the name and the prefix-index keys.
-  // A state already stored is a no-op (missing or corrupt chunks are rewritten). A name that
-  // points at another state is an Error unless force.
+  // a concurrent gc removed before the entry existed, then the name, the prefix-index keys and
+  // the signature record. A state already stored is a no-op (missing or corrupt chunks are
+  // rewritten; a valid signature is added). A name that points at another state is an Error
+  // unless force.
   PutResult put(const kv::Snapshot& s, const PutOptions& options);
 
   // "NS/NAME" or a seal (64 hex digits) -> the seal. Error naming the ref when absent.
@@ -156,6 +158,10 @@ class Store {
   kv::Snapshot get(const std::string& seal, bool count_hit = true, const std::string& expect_ns = {});
   // get() of "NS/NAME" (the state must be of NS) or of a seal.
   kv::Snapshot get_ref(const std::string& ref);
+
+  // The signature of `seal` by `public_key` (64 hex digits) a put recorded, when there is one
+  // and it verifies; nullopt otherwise. (The entry's manifest keeps its first writer's.)
+  std::optional<Ed25519Signature> signature(const std::string& seal, const std::string& public_key);
 
   // The seal the prefix index holds for a chained hash, when that state is of namespace `ns`
   // and its prompt has that hash (nullopt otherwise: a key at another prompt's or model's state

@@ -214,7 +214,6 @@ TEST_P(Round2, GcRacingARePutNeverBreaksAPublishedState) {
   EXPECT_EQ(published, trials);
 }
 
-
 // Item 3: a name in model A's namespace holding model B's seal. get followed it and returned
 // B's state; verify saw nothing. Now get refuses naming both namespaces, verify reports the
 // name, gc removes it.
@@ -243,7 +242,6 @@ TEST_P(Round2, ANameIsNeverFollowedIntoAnotherNamespace) {
   EXPECT_EQ(st.resolve(ra.ns + "/mine"), ra.seal);  // the honest names stay
   EXPECT_EQ(st.resolve(rb.ns + "/theirs"), rb.seal);
 }
-
 
 // Item 10: a prefix key pointing at another prompt's state (same namespace) or at another
 // model's. A lookup followed it and failed the prompt until someone deleted the key by hand.
@@ -277,7 +275,6 @@ TEST_P(Round2, APrefixKeyAtAnotherPromptOrModelIsIgnoredReportedAndCollected) {
   EXPECT_EQ(st.prefix_lookup(ra.ns, chain[1]), ra.seal);
 }
 
-
 // Item 7: one bad hits value made `store ls` fail for the whole store. Now that entry's hits
 // are unknown ("?", null in JSON) with a warning; every other entry is listed as before.
 TEST_P(Round2, ABadHitCounterIsUnknownForThatEntryOnly) {
@@ -304,6 +301,39 @@ TEST_P(Round2, ABadHitCounterIsUnknownForThatEntryOnly) {
   EXPECT_EQ(run_ember("store stats " + q(uri_)).rc, 0);
 }
 
+// Item 8: the first writer's signature squatted a state: a later put signed by another key
+// was a no-op and `get --trust` with that key was refused. Now each valid signature is kept
+// under its signer's key, and get --trust KEY finds KEY's.
+TEST_P(Round2, EverySignersSignatureIsKeptAndFoundByTrust) {
+  const std::string d = dir_;
+  for (const char* k : {"k1", "k2", "k3"})
+    ASSERT_EQ(run_ember("kv keygen --private " + q(d + "/" + k + ".pem") + " --public " + q(d + "/" + k + ".pub")).rc,
+              0);
+  kv::Snapshot s = test::make_snapshot(1, 1, 64, 20, 1);
+  kv::write_snapshot(s, d + "/plain", false);
+  for (const char* k : {"k1", "k2"}) {
+    kv::Snapshot signed_copy = test::make_snapshot(1, 1, 64, 20, 1);  // the same state
+    kv::sign_manifest(signed_copy.manifest, nullptr, d + "/" + k + ".pem");
+    kv::write_snapshot(signed_copy, d + "/signed-" + k, false);
+  }
+  const std::string seal = kv::state_seal(s.manifest, nullptr);
+  for (const char* dir : {"plain", "signed-k1", "signed-k2"}) {
+    const CliRun r = run_ember("store put " + q(uri_) + " " + q(d + "/" + dir));
+    ASSERT_EQ(r.rc, 0) << r.out;
+  }
+  for (const char* k : {"k1", "k2"}) {
+    const std::string out = d + "/got-" + k;
+    CliRun r = run_ember("store get " + q(uri_) + " " + seal + " -o " + q(out) + " --trust " + q(d + "/" + k + ".pub"));
+    EXPECT_EQ(r.rc, 0) << k << ": " << r.out;
+    r = run_ember("kv verify " + q(out) + " --trust " + q(d + "/" + k + ".pub"));
+    EXPECT_EQ(r.rc, 0) << k << ": the written snapshot carries its signature: " << r.out;
+  }
+  const CliRun r = run_ember("store get " + q(uri_) + " " + seal + " -o " + q(d + "/got-k3") + " --trust " +
+                             q(d + "/k3.pub"));
+  EXPECT_NE(r.rc, 0) << "no put was signed by k3: " << r.out;
+  EXPECT_TRUE(Store::open(uri_).verify().ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Store, Round2, ::testing::Values("dir", "redis"));
 
 // Item 4: `store ls` printed name keys as the server holds them: ESC, OSC, BEL and newlines
@@ -320,6 +350,71 @@ TEST(StoreRound2, LsEscapesNamesItReadsFromTheServer) {
   EXPECT_EQ(ls.out.find('\x07'), std::string::npos) << ls.out;
   EXPECT_NE(ls.out.find("x\\x1b]0;pwned\\x07\\x0a\\x1b[2Jy"), std::string::npos) << ls.out;
   EXPECT_EQ(std::count(ls.out.begin(), ls.out.end(), '\n'), 1) << ls.out;
+}
+
+// Item 5: a server that sends one byte every 2 s kept ember waiting forever (each read had
+// its 5 s timeout, the reply none). docs/store.md states the reply deadline: 10 s, plus 1 s
+// per MiB received; ember gives up within it (2 s of slack for a loaded machine).
+TEST(StoreRound2, ADrippingServerIsGivenUpOnWithinTheReplyDeadline) {
+  ScriptedServer drip([](int fd, const std::string&, const ScriptedServer& self) {
+    const std::string reply = "+" + std::string(1000, 'A') + "\r\n";
+    for (size_t i = 0; i < reply.size() && !self.stopping(); ++i) {
+      ScriptedServer::send_all(fd, reply.substr(i, 1));
+      for (int t = 0; t < 20 && !self.stopping(); ++t) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  const auto t0 = Clock::now();
+  CliRun r;
+  r.rc = test::run_command("timeout 40 " + test::ember_binary() + " store get " + drip.uri() + " " +
+                               std::string(64, 'a') + " -o /nonexistent/out",
+                           &r.out);
+  const double took = seconds_since(t0);
+  EXPECT_NE(r.rc, 124) << "still waiting after 40 s";
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("a whole reply within 10000 ms"), std::string::npos) << r.out;
+  EXPECT_LT(took, 12.0) << r.out;
+  EXPECT_GT(took, 9.0) << "gave up before the stated deadline: " << r.out;
+}
+
+// Item 5: a SCAN cursor that never returns to 0 made `store ls` call SCAN a million times
+// (162 s) and print an empty listing with exit 0. Now SCAN calls are bounded by DBSIZE and
+// running out is an error.
+TEST(StoreRound2, AScanCursorThatNeverEndsIsAnError) {
+  ScriptedServer loop([](int fd, const std::string& in, const ScriptedServer&) {
+    ScriptedServer::send_all(fd, in.find("DBSIZE") != std::string::npos ? ":3\r\n"
+                                 : in.find("SCAN") != std::string::npos ? "*2\r\n$1\r\n7\r\n*0\r\n"
+                                                                         : "$-1\r\n");
+  });
+  const auto t0 = Clock::now();
+  CliRun r;
+  r.rc = test::run_command("timeout 60 " + test::ember_binary() + " store ls " + loop.uri(), &r.out);
+  EXPECT_NE(r.rc, 124) << "still scanning after 60 s";
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("SCAN: expected a cursor back at 0"), std::string::npos) << r.out;
+  EXPECT_LT(seconds_since(t0), 10.0);
+}
+
+// Item 11: the RESP reader parsed the whole buffer again after every recv: a reply of n
+// elements in k pieces cost O(n k) (400k elements: 6 s of CPU). Now it keeps its place: a
+// reply of 1M elements (7 MB, sent in 4 KiB pieces; the reader takes up to 64 KiB a recv)
+// takes well under a second of this thread's CPU.
+TEST(StoreRound2, AHugeReplyIsParsedInLinearTime) {
+  constexpr int kElements = 1'000'000;  // the most one array may have
+  std::string reply = "*2\r\n$1\r\n0\r\n*" + std::to_string(kElements) + "\r\n";
+  for (int i = 0; i < kElements; ++i) reply += "$1\r\nx\r\n";
+  ScriptedServer big([&reply](int fd, const std::string& in, const ScriptedServer&) {
+    if (in.find("SCAN") == std::string::npos) return ScriptedServer::send_all(fd, ":1\r\n");
+    for (size_t at = 0; at < reply.size(); at += 4096) ScriptedServer::send_all(fd, reply.substr(at, 4096));
+  });
+  Store st = Store::open(big.uri());
+  timespec c0{}, c1{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+  const std::vector<std::string> keys = st.backend().scan("ember:*");
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+  const double cpu = double(c1.tv_sec - c0.tv_sec) + double(c1.tv_nsec - c0.tv_nsec) / 1e9;
+  EXPECT_TRUE(keys.empty());  // "x" matches no pattern: the reply was read whole
+  std::printf("[ resp ] %d elements in 4 KiB pieces: %.3f s CPU\n", kElements, cpu);
+  EXPECT_LT(cpu, 1.0);
 }
 
 // Item 6: a read-only ACL user (no INCR: docs/store.md says GET, EXISTS, SCAN are enough to
@@ -386,7 +481,6 @@ TEST(StoreRound2, DeadPutTemporariesAreReportedAndCollected) {
   ::close(held);
 }
 
-
 // Item 12: `store ls dir:FILE` listed nothing with exit 0; gc took negative ages and sizes.
 TEST(StoreRound2, AFileAsTheStoreAndNegativeGcFlagsAreRefused) {
   const std::string dir = test::temp_dir("store-flags");
@@ -406,73 +500,6 @@ TEST(StoreRound2, AFileAsTheStoreAndNegativeGcFlagsAreRefused) {
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one line: " << r.out;
   }
   EXPECT_EQ(run_ember("store gc " + store + " --older-than 5 --max-bytes 0 --grace 0").rc, 0);
-}
-
-// Item 5: a server that sends one byte every 2 s kept ember waiting forever (each read had
-// its 5 s timeout, the reply none). docs/store.md states the reply deadline: 10 s, plus 1 s
-// per MiB received; ember gives up within it (2 s of slack for a loaded machine).
-TEST(StoreRound2, ADrippingServerIsGivenUpOnWithinTheReplyDeadline) {
-  ScriptedServer drip([](int fd, const std::string&, const ScriptedServer& self) {
-    const std::string reply = "+" + std::string(1000, 'A') + "\r\n";
-    for (size_t i = 0; i < reply.size() && !self.stopping(); ++i) {
-      ScriptedServer::send_all(fd, reply.substr(i, 1));
-      for (int t = 0; t < 20 && !self.stopping(); ++t) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
-  const auto t0 = Clock::now();
-  CliRun r;
-  r.rc = test::run_command("timeout 40 " + test::ember_binary() + " store get " + drip.uri() + " " +
-                               std::string(64, 'a') + " -o /nonexistent/out",
-                           &r.out);
-  const double took = seconds_since(t0);
-  EXPECT_NE(r.rc, 124) << "still waiting after 40 s";
-  EXPECT_NE(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("a whole reply within 10000 ms"), std::string::npos) << r.out;
-  EXPECT_LT(took, 12.0) << r.out;
-  EXPECT_GT(took, 9.0) << "gave up before the stated deadline: " << r.out;
-}
-
-
-// Item 5: a SCAN cursor that never returns to 0 made `store ls` call SCAN a million times
-// (162 s) and print an empty listing with exit 0. Now SCAN calls are bounded by DBSIZE and
-// running out is an error.
-TEST(StoreRound2, AScanCursorThatNeverEndsIsAnError) {
-  ScriptedServer loop([](int fd, const std::string& in, const ScriptedServer&) {
-    ScriptedServer::send_all(fd, in.find("DBSIZE") != std::string::npos ? ":3\r\n"
-                                 : in.find("SCAN") != std::string::npos ? "*2\r\n$1\r\n7\r\n*0\r\n"
-                                                                         : "$-1\r\n");
-  });
-  const auto t0 = Clock::now();
-  CliRun r;
-  r.rc = test::run_command("timeout 60 " + test::ember_binary() + " store ls " + loop.uri(), &r.out);
-  EXPECT_NE(r.rc, 124) << "still scanning after 60 s";
-  EXPECT_NE(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("SCAN: expected a cursor back at 0"), std::string::npos) << r.out;
-  EXPECT_LT(seconds_since(t0), 10.0);
-}
-
-
-// Item 11: the RESP reader parsed the whole buffer again after every recv: a reply of n
-// elements in k pieces cost O(n k) (400k elements: 6 s of CPU). Now it keeps its place: a
-// reply of 1M elements (7 MB, sent in 4 KiB pieces; the reader takes up to 64 KiB a recv)
-// takes well under a second of this thread's CPU.
-TEST(StoreRound2, AHugeReplyIsParsedInLinearTime) {
-  constexpr int kElements = 1'000'000;  // the most one array may have
-  std::string reply = "*2\r\n$1\r\n0\r\n*" + std::to_string(kElements) + "\r\n";
-  for (int i = 0; i < kElements; ++i) reply += "$1\r\nx\r\n";
-  ScriptedServer big([&reply](int fd, const std::string& in, const ScriptedServer&) {
-    if (in.find("SCAN") == std::string::npos) return ScriptedServer::send_all(fd, ":1\r\n");
-    for (size_t at = 0; at < reply.size(); at += 4096) ScriptedServer::send_all(fd, reply.substr(at, 4096));
-  });
-  Store st = Store::open(big.uri());
-  timespec c0{}, c1{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-  const std::vector<std::string> keys = st.backend().scan("ember:*");
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
-  const double cpu = double(c1.tv_sec - c0.tv_sec) + double(c1.tv_nsec - c0.tv_nsec) / 1e9;
-  EXPECT_TRUE(keys.empty());  // "x" matches no pattern: the reply was read whole
-  std::printf("[ resp ] %d elements in 4 KiB pieces: %.3f s CPU\n", kElements, cpu);
-  EXPECT_LT(cpu, 1.0);
 }
 
 }  // namespace

@@ -269,6 +269,7 @@ TEST(StoreLayout, EveryKeyParsesBackToWhatBuiltIt) {
       {KeyLayout::chunk(seal, sha), K::chunk, seal, sha},
       {KeyLayout::pending(seal), K::pending, seal, ""},
       {KeyLayout::hits(seal), K::hits, seal, ""},
+      {KeyLayout::signature(seal, sha), K::signature, seal, sha},
       {KeyLayout::name(ns, "my.name"), K::name, ns, "my.name"},
       {KeyLayout::prefix(ns, sha), K::prefix, ns, sha},
   };
