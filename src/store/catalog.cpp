@@ -26,6 +26,39 @@ std::string seal_of(const std::string& k, ParsedKey::Kind kind) {
   return p && p->kind == kind ? p->tag : std::string();
 }
 
+// Does the name or prefix key `key` belong with the stored, valid state `seal`? A name must be
+// in the state's namespace; a prefix key too, and its hash must be one of the state's prompt.
+// Each state's chain is hashed once per pass (`chains`), not once per prefix key.
+class PointerCheck {
+ public:
+  explicit PointerCheck(const Catalog& c) : c_(c) {}
+  bool fits(const std::string& key, const std::string& seal, std::string* why) {
+    const std::optional<ParsedKey> p = KeyLayout::parse(key);
+    auto it = c_.seals.find(seal);
+    if (!p || it == c_.seals.end() || !it->second.entry) return true;  // dangling: reported as such
+    const Entry& e = *it->second.entry;
+    if (e.ns != p->tag) {
+      *why = "points at state " + seal + " of namespace " + e.ns + " (model " + e.manifest.model.identity +
+             "), not of its own namespace " + p->tag;
+      return false;
+    }
+    if (p->kind == ParsedKey::Kind::prefix) {
+      auto [c, fresh] = chains_.try_emplace(seal);
+      if (fresh)
+        for (std::string& h : prefix_chain(e.ns, e.manifest.prefix.tokens)) c->second.insert(std::move(h));
+      if (!c->second.count(p->leaf)) {
+        *why = "points at state " + seal + ", whose prompt does not have this prefix hash";
+        return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  const Catalog& c_;
+  std::map<std::string, std::set<std::string>> chains_;
+};
+
 }  // namespace
 
 Catalog Store::catalog() {
@@ -77,30 +110,9 @@ Catalog Store::catalog() {
   return c;
 }
 
-// Does the name or prefix key `key` belong with the stored, valid state `seal`? A name must be
-// in the state's namespace; a prefix key too, and its hash must be one of the state's prompt.
-bool Store::pointer_fits(const Catalog& c, const std::string& key, const std::string& seal, std::string* why) const {
-  const std::optional<ParsedKey> p = KeyLayout::parse(key);
-  auto it = c.seals.find(seal);
-  if (!p || it == c.seals.end() || !it->second.entry) return true;  // dangling: reported as such
-  const Entry& e = *it->second.entry;
-  if (e.ns != p->tag) {
-    *why = "points at state " + seal + " of namespace " + e.ns + " (model " + e.manifest.model.identity +
-           "), not of its own namespace " + p->tag;
-    return false;
-  }
-  if (p->kind == ParsedKey::Kind::prefix) {
-    const std::vector<std::string> chain = prefix_chain(e.ns, e.manifest.prefix.tokens);
-    if (std::find(chain.begin(), chain.end(), p->leaf) == chain.end()) {
-      *why = "points at state " + seal + ", whose prompt does not have this prefix hash";
-      return false;
-    }
-  }
-  return true;
-}
-
 VerifyResult Store::verify() {
   const Catalog c = catalog();
+  PointerCheck fits(c);
   VerifyResult r;
   for (const auto& [seal, it] : c.seals) {
     if (it.has_entry) {
@@ -143,7 +155,7 @@ VerifyResult Store::verify() {
       std::string why;
       if (seal.empty() || it == c.seals.end() || !it->second.has_entry)
         r.findings.push_back({dangling, k, seal.empty() ? "not a seal" : "points at state " + seal + ", not stored"});
-      else if (!pointer_fits(c, k, seal, &why))
+      else if (!fits.fits(k, seal, &why))
         r.findings.push_back({misplaced, k, why});
     }
   };
@@ -197,7 +209,10 @@ GcResult Store::remove(const std::string& ref) {
   ++r.names_removed;
   bool other = false;
   for (const auto& [k, s] : c.names) other = other || (s == seal && k != key);
-  if (!other) {
+  // A name misplaced into another namespace is removed alone: the state it names belongs to
+  // another model and is not this name's to take with it.
+  std::string why;
+  if (!other && PointerCheck(c).fits(key, seal, &why)) {
     Catalog rest = c;
     rest.names.erase(key);
     remove_state(seal, rest, r);
@@ -207,6 +222,7 @@ GcResult Store::remove(const std::string& ref) {
 
 GcResult Store::gc(const GcOptions& o) {
   const Catalog c = catalog();
+  PointerCheck fits(c);
   const int64_t now = now_s(o.now);
   GcResult r;
   struct Live {
@@ -255,7 +271,7 @@ GcResult Store::gc(const GcOptions& o) {
       std::string why;
       const bool stored = !seal.empty() && it != c.seals.end() && it->second.entry && !removed.count(seal) &&
                           !(o.older_than_s >= 0 && it->second.entry->stored_at < now - o.older_than_s);
-      if ((!stored || !pointer_fits(c, k, seal, &why)) && b_->exists(k)) b_->remove(k), ++count;
+      if ((!stored || !fits.fits(k, seal, &why)) && b_->exists(k)) b_->remove(k), ++count;
     }
   };
   sweep(c.names, r.names_removed);

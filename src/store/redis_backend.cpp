@@ -265,12 +265,22 @@ class Conn {
     }
   }
 
+  // A command and its reply. After an Error in either (a refused header leaves the rest of
+  // that reply unread; a deadline leaves it half-sent) the connection is out of step with
+  // the server: it is marked broken and the backend opens a new one for the next command, so
+  // a caller that catches the Error (a bad hits counter in ls) never reads a stale reply.
   Reply command(const std::vector<std::string_view>& argv, size_t max_string) {
-    send(argv);
-    return receive(max_string);
+    try {
+      send(argv);
+      return receive(max_string);
+    } catch (...) {
+      broken_ = true;
+      throw;
+    }
   }
 
   const std::string& where() const { return where_; }
+  bool broken() const { return broken_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -299,6 +309,7 @@ class Conn {
   redisContext* c_ = nullptr;
   std::string buf_;
   size_t pos_ = 0;  // buf_ before pos_ is consumed
+  bool broken_ = false;
   int timeout_ms_ = 5000, deadline_ms_ = 10000;
 };
 
@@ -513,7 +524,8 @@ class RedisBackend final : public Backend {
 
   Conn& conn(const Address& a) {
     auto it = conns_.find(a.str());
-    if (it != conns_.end()) return *it->second;
+    if (it != conns_.end() && !it->second->broken()) return *it->second;
+    if (it != conns_.end()) conns_.erase(it);
     auto c = std::make_unique<Conn>(uri_, a.host, a.port, options_, user_, db_);
     Conn& ref = *c;
     conns_[a.str()] = std::move(c);

@@ -182,7 +182,6 @@ class Store {
 
  private:
   void remove_state(const std::string& seal, const Catalog& cat, GcResult& r);
-  bool pointer_fits(const Catalog& c, const std::string& key, const std::string& seal, std::string* why) const;
   std::unique_ptr<Backend> b_;
   std::vector<std::string> warnings_;
 };
