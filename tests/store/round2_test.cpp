@@ -364,7 +364,7 @@ TEST(StoreRound2, LsEscapesNamesItReadsFromTheServer) {
 
 // Item 5: a server that sends one byte every 2 s kept ember waiting forever (each read had
 // its 5 s timeout, the reply none). docs/store.md states the reply deadline: 10 s, plus 1 s
-// per MiB received; ember gives up within it (2 s of slack for a loaded machine).
+// per MiB received; ember gives up within it (5 s of slack for a loaded machine).
 TEST(StoreRound2, ADrippingServerIsGivenUpOnWithinTheReplyDeadline) {
   ScriptedServer drip([](int fd, const std::string&, const ScriptedServer& self) {
     const std::string reply = "+" + std::string(1000, 'A') + "\r\n";
@@ -382,7 +382,7 @@ TEST(StoreRound2, ADrippingServerIsGivenUpOnWithinTheReplyDeadline) {
   EXPECT_NE(r.rc, 124) << "still waiting after 40 s";
   EXPECT_NE(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("a whole reply within 10000 ms"), std::string::npos) << r.out;
-  EXPECT_LT(took, 12.0) << r.out;
+  EXPECT_LT(took, 15.0) << r.out;
   EXPECT_GT(took, 9.0) << "gave up before the stated deadline: " << r.out;
 }
 
