@@ -56,7 +56,7 @@ void register_store_commands(CLI::App& app) {
       Common c;
       std::string dir, name;
       bool force = false;
-      size_t chunk_bytes = store::kDefaultChunkBytes;
+      std::string chunk_bytes = std::to_string(store::kDefaultChunkBytes);
     };
     auto o = std::make_shared<Opts>();
     CLI::App* s = add(*st, "put", "Store a snapshot directory (chunks, then the sealed entry)", o->c, false);
@@ -65,9 +65,11 @@ void register_store_commands(CLI::App& app) {
     s->add_option("--chunk-bytes", o->chunk_bytes, "chunk size (even, 4096 .. 16 MiB)")->capture_default_str();
     s->add_flag("--force", o->force, "point an existing name at this state");
     s->callback([o] {
+      // Text, like gc's flags: CLI11 would wrap "-1" into 2^64 - 1 for a size_t.
+      const size_t chunk_bytes = size_t(parse_count_flag("--chunk-bytes", "bytes", o->chunk_bytes));
       const kv::Snapshot snap = kv::read_snapshot(o->dir);
       store::Store store = open(o->c);
-      const store::PutResult r = store.put(snap, {o->name, o->force, o->chunk_bytes});
+      const store::PutResult r = store.put(snap, {o->name, o->force, chunk_bytes});
       std::printf("%s state %s in namespace %s: %zu chunks, %zu written, %zu new prefix keys\n",
                   r.stored ? "stored" : "already stored", r.seal.c_str(), r.ns.c_str(), r.chunks, r.chunks_written,
                   r.prefix_keys);

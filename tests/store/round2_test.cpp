@@ -510,6 +510,9 @@ TEST(StoreRound2, AFileAsTheStoreAndNegativeGcFlagsAreRefused) {
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one line: " << r.out;
   }
   EXPECT_EQ(run_ember("store gc " + store + " --older-than 5 --max-bytes 0 --grace 0").rc, 0);
+  r = run_ember("store put " + store + " " + q(dir + "/none") + " --chunk-bytes -1");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("--chunk-bytes: bytes: expected a non-negative integer"), std::string::npos) << r.out;
 }
 
 }  // namespace
