@@ -253,6 +253,66 @@ hostile_llamacpp_state() {
   ember kv verify "$d/back" >/dev/null 2>&1 && broken "kv verify accepted a foreign cache as native" || ok "llamacpp: kv verify (native) refuses a foreign cache"
 }
 
+# The store, issue 35 (docs/store.md): a FIFO planted as a state's hit counter neither blocks
+# nor fails a read (`store get`, `kv replay --store`); hit counting is best effort.
+hostile_store_fifo_hits() {
+  local d="$WORK/store-fifo" out rc seal
+  mkdir -p "$d"
+  ember store put "dir:$d/s" small-snap >/dev/null || { broken "store: put failed"; return; }
+  seal=$(ember kv verify small-snap | sed -n 's/^seal //p')
+  rm -f "$d/s/ember/v1/s/{$seal}/hits"
+  mkfifo "$d/s/ember/v1/s/{$seal}/hits"
+  out=$(timeout 10 "$EMBER" store get "dir:$d/s" "$seal" -o "$d/got" 2>&1); rc=$?
+  if ((rc == 124)); then broken "store: get hung on a FIFO hits counter"
+  elif ((rc != 0)); then broken "store: get failed on a FIFO hits counter: $(tail -1 <<<"$out")"
+  else ok "store: get served a state whose hits counter is a FIFO"; fi
+  # The same prompt as small-snap: kv replay --store finds it (a hit, not a recompute).
+  out=$(timeout 20 "$EMBER" kv replay --model small.gguf --store "dir:$d/s" --prompt-file prompt-short.txt -n 1 \
+    --on-miss recompute 2>&1); rc=$?
+  if ((rc == 124)); then broken "store: kv replay --store hung on a FIFO hits counter"
+  elif ((rc != 0)) || [[ "$out" != *"store hit"* ]]; then broken "store: kv replay --store did not hit: $(tail -1 <<<"$out")"
+  else ok "store: kv replay --store restored from a state whose hits counter is a FIFO"; fi
+}
+
+# The store, issue 35: a name in one model's namespace that holds another model's seal is
+# refused by get (naming both namespaces), reported by verify, removed by gc.
+hostile_store_cross_namespace() {
+  local d="$WORK/store-ns" out rc ns_a ns_b seal_b
+  mkdir -p "$d"
+  ns_a=$(ember store put "dir:$d/s" small-snap --name a | sed -n 's|^name \(.*\)/a$|\1|p')
+  out=$(ember store put "dir:$d/s" big-snap --name b) || { broken "store: put failed"; return; }
+  ns_b=$(sed -n 's|^name \(.*\)/b$|\1|p' <<<"$out")
+  seal_b=$(sed -n 's/^seal //p' <<<"$out")
+  [[ ${#ns_a} -eq 32 && ${#ns_b} -eq 32 && "$ns_a" != "$ns_b" ]] || { broken "store: namespaces not printed"; return; }
+  mkdir -p "$d/s/ember/v1/n/{$ns_a}/name"
+  printf '%s' "$seal_b" >"$d/s/ember/v1/n/{$ns_a}/name/evil"
+  out=$(ember store get "dir:$d/s" "$ns_a/evil" -o "$d/got" 2>&1); rc=$?
+  if ((rc != 0)) && [[ "$out" == *"$ns_a"* && "$out" == *"$ns_b"* && ! -e "$d/got" ]]; then
+    ok "store: a name is not followed into another model's namespace"
+  else broken "store: get followed a name across namespaces (rc $rc): $(tail -1 <<<"$out")"; fi
+  out=$(ember store verify "dir:$d/s" 2>&1); rc=$?
+  if ((rc == 1)) && [[ "$out" == *"misplaced-name"* ]]; then ok "store: verify reports the misplaced name"
+  else broken "store: verify missed the misplaced name (rc $rc): $(tail -1 <<<"$out")"; fi
+  if ember store gc "dir:$d/s" >/dev/null && ember store verify "dir:$d/s" >/dev/null; then
+    ok "store: gc removes the misplaced name"
+  else broken "store: gc left the misplaced name"; fi
+}
+
+# The store, issue 35: a file as a dir: store and negative gc ages and sizes are refused, one
+# line naming the path or flag.
+hostile_store_bad_paths() {
+  local out rc args
+  out=$(ember store ls "dir:$WORK/small.gguf" 2>&1); rc=$?
+  if ((rc == 2)) && [[ "$out" == *"expected a directory"* ]]; then ok "store: ls of dir:FILE refused"
+  else broken "store: ls of dir:FILE (rc $rc): $out"; fi
+  for args in "--older-than -5" "--max-bytes -1"; do
+    # shellcheck disable=SC2086
+    out=$(ember store gc "dir:$WORK/store-none" $args 2>&1); rc=$?
+    if ((rc == 2)) && [[ "$out" == *"${args% *}"* && $(wc -l <<<"$out") -eq 1 ]]; then ok "store: gc $args refused"
+    else broken "store: gc $args (rc $rc): $out"; fi
+  done
+}
+
 main() {
   local start=$SECONDS
   setup
@@ -262,6 +322,9 @@ main() {
   hostile_manifest_edits
   hostile_terminal_injection
   hostile_llamacpp_state
+  hostile_store_fifo_hits
+  hostile_store_cross_namespace
+  hostile_store_bad_paths
   # Resource limits (threads, positions, huge -n): their own script, same contract.
   if bash "$HERE/hostile-limits.sh" "$EMBER" "$HERE/../../shared/models" "$WORK/limits"; then ok "hostile-limits.sh"; else broken "hostile-limits.sh"; fi
   echo "hostile.sh: $BROKEN broken promise(s), $((SECONDS - start)) s"

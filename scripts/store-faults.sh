@@ -2,8 +2,8 @@
 # More kill -9 trials of `ember store put` than CTest runs (docs/store.md, "Faults"): against a
 # redis-server this script starts on a free loopback port (and a dir: store), each trial kills
 # a put at a random point, then checks that the state is whole or absent (`store get` + diff),
-# that `store verify` names nothing but orphan chunks / stale markers, and that
-# `store gc --grace 0` leaves a store that verifies clean.
+# that `store verify` names nothing but orphan chunks / stale markers / a dead put's
+# temporary files, and that `store gc --grace 0` leaves a store that verifies clean.
 #   scripts/store-faults.sh build/ember [trials=100]
 set -euo pipefail
 EMBER=${1:-build/ember}
@@ -32,7 +32,7 @@ for uri in "redis://127.0.0.1:$port" "dir:$work/store"; do
     sleep "$(printf '%d.%06d' $((delay_us / 1000000)) $((delay_us % 1000000)))"
     kill -9 "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    findings=$("$EMBER" store verify "$uri" 2>/dev/null | grep -v -E '^(orphan-chunks|stale-pending) |states ok' || true)
+    findings=$("$EMBER" store verify "$uri" 2>/dev/null | grep -v -E '^(orphan-chunks|stale-pending|stale-temporary) |states ok' || true)
     if [ -n "$findings" ]; then echo "trial $i ($uri): $findings" >&2; exit 1; fi
     "$EMBER" store gc "$uri" --grace 0 >/dev/null
     "$EMBER" store verify "$uri" >/dev/null

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
@@ -11,6 +12,7 @@
 #include "kv/strict_json.h"
 #include "store/store.h"
 #include "util/atomic_file.h"
+#include "util/ed25519.h"
 #include "util/error.h"
 #include "util/printable.h"
 
@@ -34,8 +36,13 @@ CLI::App* add(CLI::App& parent, const char* name, const char* help, Common& c, b
 store::Store open(const Common& c) { return store::Store::open(c.uri, store_backend_options(c.password_file)); }
 
 void print_removed(const store::GcResult& r) {
-  std::printf("removed %zu states, %zu chunks, %zu names, %zu prefix keys, %zu pending markers\n", r.entries_removed,
-              r.chunks_removed, r.names_removed, r.prefixes_removed, r.pending_removed);
+  std::printf("removed %zu states, %zu chunks, %zu names, %zu prefix keys, %zu pending markers, %zu temporaries\n",
+              r.entries_removed, r.chunks_removed, r.names_removed, r.prefixes_removed, r.pending_removed,
+              r.temporaries_removed);
+}
+
+void print_warnings(store::Store& s) {
+  for (const std::string& w : s.take_warnings()) std::fprintf(stderr, "ember: warning: %s\n", printable(w).c_str());
 }
 
 }  // namespace
@@ -49,7 +56,7 @@ void register_store_commands(CLI::App& app) {
       Common c;
       std::string dir, name;
       bool force = false;
-      size_t chunk_bytes = store::kDefaultChunkBytes;
+      std::string chunk_bytes = std::to_string(store::kDefaultChunkBytes);
     };
     auto o = std::make_shared<Opts>();
     CLI::App* s = add(*st, "put", "Store a snapshot directory (chunks, then the sealed entry)", o->c, false);
@@ -58,9 +65,11 @@ void register_store_commands(CLI::App& app) {
     s->add_option("--chunk-bytes", o->chunk_bytes, "chunk size (even, 4096 .. 16 MiB)")->capture_default_str();
     s->add_flag("--force", o->force, "point an existing name at this state");
     s->callback([o] {
-      const kv::VerifiedState snap = kv::open_state(o->dir, {kv::Accept::native});
+      // Text, like gc's flags: CLI11 would wrap "-1" into 2^64 - 1 for a size_t.
+      const size_t chunk_bytes = size_t(parse_count_flag("--chunk-bytes", "bytes", o->chunk_bytes));
+      const kv::VerifiedState snap = open_state_ref(o->dir, {kv::Accept::native});
       store::Store store = open(o->c);
-      const store::PutResult r = store.put(snap, {o->name, o->force, o->chunk_bytes});
+      const store::PutResult r = store.put(snap, {o->name, o->force, chunk_bytes});
       std::printf("%s state %s in namespace %s: %zu chunks, %zu written, %zu new prefix keys\n",
                   r.stored ? "stored" : "already stored", r.seal.c_str(), r.ns.c_str(), r.chunks, r.chunks_written,
                   r.prefix_keys);
@@ -84,8 +93,18 @@ void register_store_commands(CLI::App& app) {
     add_trust_flags(s, o->trust);
     s->callback([o] {
       store::Store store = open(o->c);
-      const std::string seal = store.resolve(o->ref);
-      const kv::VerifiedState snap = store.get(seal);
+      kv::VerifiedState snap = store.get_ref(o->ref);
+      const std::string seal = snap.manifest().seal;
+      print_warnings(store);
+      // --trust KEY: the signature by KEY that any put recorded (store.h signature), when the
+      // entry's own manifest carries another signer's or none.
+      if (!o->trust.trusted_key_pem.empty()) {
+        const std::string key = ed25519_public_key(o->trust.trusted_key_pem);
+        const std::optional<Ed25519Signature>& own = snap.manifest().signature;
+        if (!own || own->public_key != key)
+          if (std::optional<Ed25519Signature> sig = store.signature(seal, key))
+            snap = kv::with_signature(std::move(snap), *sig);
+      }
       check_artifact_trust(o->c.uri + " " + o->ref, snap.manifest(), o->trust);
       kv::write_state_dir(snap, o->output, o->force);
       std::printf("%s: %d positions, resume token %d, from %s\n", printable(o->output).c_str(),
@@ -101,8 +120,8 @@ void register_store_commands(CLI::App& app) {
       const store::Catalog c = store.catalog();
       std::map<std::string, std::vector<std::string>> names;
       for (const auto& [k, seal] : c.names) {
-        const std::string ns = k.substr(k.find('{') + 1, 32);
-        names[seal].push_back(ns + "/" + k.substr(k.rfind(':') + 1));
+        const std::optional<store::ParsedKey> p = store::KeyLayout::parse(k);
+        if (p) names[seal].push_back(p->tag + "/" + p->leaf);
       }
       nlohmann::ordered_json arr = nlohmann::ordered_json::array();
       for (const auto& [seal, it] : c.seals) {
@@ -114,7 +133,13 @@ void register_store_commands(CLI::App& app) {
           j["positions"] = it.entry->manifest.geometry.positions;
           j["bytes"] = 2 * it.entry->manifest.payload_bytes();
           j["stored_at"] = it.entry->stored_at;
-          j["hits"] = it.hits;
+          if (it.hits) {
+            j["hits"] = *it.hits;
+          } else {  // unknown for this entry only: the rest of the listing stands
+            j["hits"] = nullptr;
+            std::fprintf(stderr, "ember: warning: hits of %s unknown: %s\n", seal.c_str(),
+                         printable(it.hits_error).c_str());
+          }
         } else {
           j["error"] = it.entry_error;
         }
@@ -126,18 +151,20 @@ void register_store_commands(CLI::App& app) {
         return;
       }
       for (const auto& j : arr) {
+        // Names come from key names a writer chose: escaped, as verify and --json do.
         std::string n;
-        for (const auto& x : j["names"]) n += (n.empty() ? "" : ",") + x.get<std::string>();
+        for (const auto& x : j["names"]) n += (n.empty() ? "" : ",") + printable(x.get<std::string>());
         if (j.contains("error")) {
           std::printf("%s INVALID %s\n", j["seal"].get<std::string>().c_str(),
                       printable(j["error"].get<std::string>()).c_str());
           continue;
         }
-        std::printf("%s ns %s positions %d bytes %llu stored_at %lld hits %lld%s%s\n",
+        const std::string hits = j["hits"].is_null() ? "?" : std::to_string(j["hits"].get<int64_t>());
+        std::printf("%s ns %s positions %d bytes %llu stored_at %lld hits %s%s%s\n",
                     j["seal"].get<std::string>().c_str(), j["namespace"].get<std::string>().c_str(),
                     j["positions"].get<int>(), static_cast<unsigned long long>(j["bytes"].get<uint64_t>()),
-                    static_cast<long long>(j["stored_at"].get<int64_t>()),
-                    static_cast<long long>(j["hits"].get<int64_t>()), n.empty() ? "" : " names ", n.c_str());
+                    static_cast<long long>(j["stored_at"].get<int64_t>()), hits.c_str(), n.empty() ? "" : " names ",
+                    n.c_str());
       }
     });
   }
@@ -179,21 +206,21 @@ void register_store_commands(CLI::App& app) {
   {
     struct Opts {
       Common c;
-      int64_t older_than = -1, grace = 900;
-      uint64_t max_bytes = UINT64_MAX;
+      std::string older_than, max_bytes, grace = "900";
     };
     auto o = std::make_shared<Opts>();
     CLI::App* s = add(*st, "gc", "Remove old states, states over a size budget, and what dead puts left", o->c, false);
+    // Read as text and parsed by store_flags: CLI11 would take "-1" for an unsigned flag.
     s->add_option("--older-than", o->older_than, "remove states stored more than SECONDS ago");
     s->add_option("--max-bytes", o->max_bytes, "then remove the oldest until the payload bytes fit");
-    s->add_option("--grace", o->grace, "chunks of a put younger than SECONDS are kept")->capture_default_str();
+    s->add_option("--grace", o->grace, "chunks and temporaries of a put younger than SECONDS are kept")
+        ->capture_default_str();
     s->callback([o] {
-      if (o->grace < 0) fail_field("--grace", "seconds", ">= 0", std::to_string(o->grace));
-      store::Store store = open(o->c);
       store::GcOptions g;
-      g.older_than_s = o->older_than;
-      g.max_bytes = o->max_bytes;
-      g.grace_s = o->grace;
+      if (!o->older_than.empty()) g.older_than_s = int64_t(parse_count_flag("--older-than", "seconds", o->older_than));
+      if (!o->max_bytes.empty()) g.max_bytes = parse_count_flag("--max-bytes", "bytes", o->max_bytes);
+      g.grace_s = int64_t(parse_count_flag("--grace", "seconds", o->grace));
+      store::Store store = open(o->c);
       const store::GcResult r = store.gc(g);
       print_removed(r);
       std::printf("kept %zu states, %llu payload bytes\n", r.entries_kept,

@@ -31,6 +31,12 @@ kv::VerifiedState open_state_ref(const std::string& ref, const kv::ReadOptions& 
   return store::open_state(ref, options, store::is_store_ref(ref) ? store_backend_options("") : store::BackendOptions{});
 }
 
+uint64_t parse_count_flag(const std::string& flag, const std::string& unit, const std::string& text) {
+  const bool digits = !text.empty() && text.size() <= 18 && text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) fail_field(flag, unit, "a non-negative integer (at most 18 digits)", "'" + text + "'");
+  return std::stoull(text);
+}
+
 store::OnMiss parse_on_miss(const std::string& s) {
   if (s == "fail") return store::OnMiss::fail;
   if (s == "recompute") return store::OnMiss::recompute;

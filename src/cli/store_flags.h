@@ -1,6 +1,7 @@
 #pragma once
 // The flags every command that reaches a store shares (ember store ..., kv replay --store,
 // run --store): the password comes from EMBER_REDIS_PASSWORD or --password-file, never argv.
+#include <cstdint>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +19,9 @@ store::BackendOptions store_backend_options(const std::string& password_file);
 // store::open_state with the password as above: every command that reads a state takes a
 // directory, a .kvc or a STORE_URI#REF (store/open_state.h) through this.
 kv::VerifiedState open_state_ref(const std::string& ref, const kv::ReadOptions& options = {});
+// A non-negative decimal integer flag (seconds, bytes), at most 2^62: anything else ("-5",
+// "1e3", "", "12abc") is an Error naming the flag, what it expects and what it found.
+uint64_t parse_count_flag(const std::string& flag, const std::string& unit, const std::string& text);
 // "fail" | "recompute".
 store::OnMiss parse_on_miss(const std::string& s);
 

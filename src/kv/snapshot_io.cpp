@@ -286,6 +286,14 @@ VerifiedState resign(VerifiedState v, const std::string& sign_key_pem) {
   return StateVerifier::make(std::move(s), std::move(text), finite);
 }
 
+VerifiedState with_signature(VerifiedState v, const Ed25519Signature& signature) {
+  const bool finite = v.finite();
+  KvState s = std::move(v).release();
+  s.manifest.signature = signature;
+  std::string text = state_manifest_json(s, "signed state");  // refuses a signature of another seal
+  return StateVerifier::make(std::move(s), std::move(text), finite);
+}
+
 // ---- the one payload reader ----------------------------------------------------------------------
 
 VerifiedState read_payloads(StateHeader header, std::string manifest_text, ByteSource& keys, ByteSource& values,

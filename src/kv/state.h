@@ -118,6 +118,9 @@ void sign_manifest(StateHeader& h, const std::string& private_key_pem);
 VerifiedState seal(KvState s, const std::string& where, const std::string& sign_key_pem = "");
 // The same state signed with another key (kvc pack --sign): the payload is not hashed again.
 VerifiedState resign(VerifiedState s, const std::string& sign_key_pem);
+// The same state carrying `signature` (another signer's signature of its seal, as a store keeps
+// them): Error naming the field unless it verifies against the seal. No payload hash.
+VerifiedState with_signature(VerifiedState s, const Ed25519Signature& signature);
 
 struct PayloadReadOptions {
   bool allow_non_finite = false;  // only for analysing broken caches (kv compare opt-in)
@@ -198,6 +201,7 @@ VerifyReport verify_snapshot(const std::string& dir, Accept accept = Accept::nat
 class StateVerifier {
   friend VerifiedState seal(KvState, const std::string&, const std::string&);
   friend VerifiedState resign(VerifiedState, const std::string&);
+  friend VerifiedState with_signature(VerifiedState, const Ed25519Signature&);
   friend VerifiedState read_payloads(StateHeader, std::string, ByteSource&, ByteSource&,
                                      const PayloadReadOptions&);
   static VerifiedState make(KvState s, std::string text, bool finite) {

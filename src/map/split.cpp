@@ -4,6 +4,7 @@
 #include <set>
 
 #include "util/error.h"
+#include "util/hex.h"
 #include "util/sha256.h"
 
 namespace ember::map {
@@ -103,15 +104,6 @@ nlohmann::json PromptSplit::to_json() const {
   return j;
 }
 
-namespace {
-bool is_hex64(const std::string& s) {
-  if (s.size() != 64) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-}  // namespace
-
 PromptSplit PromptSplit::from_json(StrictObject o) {
   PromptSplit s;
   s.seed = o.unsigned_integer("seed", UINT64_MAX);
@@ -120,7 +112,7 @@ PromptSplit PromptSplit::from_json(StrictObject o) {
     const nlohmann::json& arr = o.array(part);
     for (size_t i = 0; i < arr.size(); ++i) {
       const auto& v = arr[i];
-      if (!v.is_string() || !is_hex64(v.get<std::string>()))
+      if (!v.is_string() || !is_hex(v.get<std::string>(), 64))
         fail_field(o.where(), o.element(part, i), "64 lowercase hex digits", v.dump());
       const std::string h = v.get<std::string>();
       if (!seen.insert(h).second)

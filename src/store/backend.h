@@ -28,6 +28,11 @@ struct BackendOptions {
   // EMBER_REDIS_PASSWORD or --password-file and passes it here.
   std::string password;
   int timeout_ms = 5000;  // connect, each read and each write (Redis)
+  // The whole of one reply (and of one command's send) must arrive within this, plus 1 s per
+  // MiB it has carried so far (Redis): a server that drips a byte at a time is given up on
+  // after about this long, while the largest reply ember accepts (256 MiB) still has room at
+  // 1 MiB/s. Each read still has timeout_ms.
+  int reply_deadline_ms = 10000;
 };
 
 class Backend {
@@ -46,13 +51,31 @@ class Backend {
   virtual bool exists(const std::string& key) = 0;
   // Removes `key` (no error when absent).
   virtual void remove(const std::string& key) = 0;
+  // Removes `keys` (all in `guard`'s hash tag) only while `guard` does not exist, in one step
+  // against create(guard): a concurrent creator of `guard` either made it before the check
+  // (nothing is removed, false) or makes it after the keys are gone. Redis: WATCH, EXISTS,
+  // MULTI/DEL/EXEC; dir: the store's lock file, held exclusively here and shared by create().
+  virtual bool remove_unless_exists(const std::string& guard, const std::vector<std::string>& keys) = 0;
   // Every key matching `pattern`: ':'-separated components where "*" matches exactly one
   // whole component. Order unspecified.
   virtual std::vector<std::string> scan(const std::string& pattern) = 0;
   // Adds one to the counter `key` (created at 0) and returns the new value.
   virtual int64_t increment(const std::string& key) = 0;
-  // The counter's value (0 when absent).
+  // The counter's value (0 when absent); Error naming the key when it holds no counter.
   virtual int64_t counter(const std::string& key) = 0;
+
+  // Temporaries a dead writer left (dir: only: a killed put's half-written file): the path,
+  // its age in seconds. A temporary whose writer still holds its lock is never listed.
+  struct Temporary {
+    std::string path;
+    int64_t age_s = 0;
+  };
+  virtual std::vector<Temporary> dead_temporaries() { return {}; }
+  // Removes one, re-checking under its lock that no writer holds it. False when one does.
+  virtual bool remove_dead_temporary(const std::string& path) {
+    (void)path;
+    return false;
+  }
 };
 
 // Opens the store at `uri` (the three forms above). Error naming the URI when it is malformed

@@ -22,7 +22,7 @@ kv::VerifiedState open_state(const std::string& ref, const kv::ReadOptions& opti
   Store store = Store::open(uri, backend);
   // A store's get is a verified read like the others; it always checks finiteness (a store
   // never holds a non-finite state).
-  return store.get(store.resolve(name), /*count_hit=*/true, options.capacity);
+  return store.get_ref(name, options.capacity);
 }
 
 }  // namespace ember::store

@@ -22,7 +22,7 @@ PrefixRestore restore_longest_prefix(Store& store, const model::Engine& engine, 
     try {
       // Read with room for the whole prompt, so the verified cache becomes the engine's
       // cache without a copy (read once, hashed once: kv::read_payloads).
-      kv::VerifiedState s = store.get(*seal, true, int(prompt.size()));
+      kv::VerifiedState s = store.get(*seal, /*count_hit=*/true, ns, int(prompt.size()));
       const std::vector<int32_t>& t = s.manifest().prefix.tokens;
       size_t common = 0;
       while (common < usable && common < t.size() && t[common] == prompt[common]) ++common;
@@ -39,6 +39,7 @@ PrefixRestore restore_longest_prefix(Store& store, const model::Engine& engine, 
       out.report = "store hit: restored " + std::to_string(common) + " of " + std::to_string(prompt.size()) +
                    " prompt positions from state " + *seal + "; computing " +
                    std::to_string(prompt.size() - common);
+      for (const std::string& w : store.take_warnings()) out.report += "; " + w;
       return out;
     } catch (const Error& e) {
       if (on_miss != OnMiss::recompute) throw;

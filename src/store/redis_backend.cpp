@@ -17,7 +17,9 @@
 
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -44,94 +46,128 @@ struct Reply {
   std::vector<Reply> elements;
 };
 
-// The bounded RESP2 reader. parse() returns false when `buf` does not yet hold a whole reply
-// (need says how many more bytes at least), true with the reply and the bytes used; Error on
-// anything malformed or larger than the limits.
+// The bounded RESP2 reader, incremental: feed() parses what the buffer holds from `pos` on and
+// keeps its place (the arrays still open, and how many elements each still needs) across
+// calls, so a reply of n elements arriving in k pieces costs O(n), not O(n k). An item is
+// consumed only when it is whole (a bulk string with its CRLF); Error on anything malformed or
+// larger than the limits, from its header.
 class RespReader {
  public:
   RespReader(std::string where, size_t max_string) : where_(std::move(where)), max_string_(max_string) {}
 
-  bool parse(const std::string& buf, Reply& out, size_t& used) {
-    size_t pos = 0;
-    if (!item(buf, pos, out, 0)) return false;
-    used = pos;
+  // True when the reply is complete (take() it); pos is advanced past every item consumed.
+  bool feed(const std::string& buf, size_t& pos) {
+    while (!done()) {
+      Reply item;
+      long long n = 0;
+      if (!next(buf, pos, item, n)) return false;
+      Reply* placed = place(std::move(item));
+      if (placed->type == Reply::kArray && n > 0) {
+        if (open_.size() >= 4) bad("arrays nested deeper than 4");
+        open_.push_back({placed, size_t(n)});
+      }
+      while (!open_.empty() && open_.back().remaining == 0) open_.pop_back();
+    }
     return true;
   }
+  Reply take() { return std::move(root_); }
 
  private:
-  [[noreturn]] void bad(const std::string& what) const { fail_field(where_, "reply", "a RESP2 reply", what); }
+  struct Open {
+    Reply* array;
+    size_t remaining;
+  };
+  bool done() const { return started_ && open_.empty(); }
 
-  // The line at pos (without CRLF); false when incomplete.
-  bool line(const std::string& buf, size_t& pos, std::string& out) {
-    const size_t e = buf.find("\r\n", pos);
-    if (e == std::string::npos) {
-      if (buf.size() - pos > kMaxLine) bad("a line longer than " + std::to_string(kMaxLine) + " bytes");
-      return false;
+  // The slot for the next item: the root, or the next element of the innermost open array.
+  // An array's elements grow only while it is the innermost open one, so pointers to open
+  // arrays stay valid.
+  Reply* place(Reply&& item) {
+    if (!started_) {
+      started_ = true;
+      root_ = std::move(item);
+      return &root_;
     }
-    if (e - pos > kMaxLine) bad("a line longer than " + std::to_string(kMaxLine) + " bytes");
-    out.assign(buf, pos, e - pos);
-    pos = e + 2;
-    return true;
+    Open& o = open_.back();
+    o.array->elements.push_back(std::move(item));
+    --o.remaining;
+    return &o.array->elements.back();
   }
+
+  [[noreturn]] void bad(const std::string& what) const { fail_field(where_, "reply", "a RESP2 reply", what); }
 
   long long number(const std::string& s) const {
     size_t i = 0;
     const bool neg = !s.empty() && s[0] == '-';
     if (neg) i = 1;
-    if (i == s.size() || s.size() - i > 18) bad("an integer field '" + s + "'");
+    if (i == s.size() || s.size() - i > 18) bad("an integer field '" + printable(s) + "'");
     long long v = 0;
     for (; i < s.size(); ++i) {
-      if (s[i] < '0' || s[i] > '9') bad("an integer field '" + s + "'");
+      if (s[i] < '0' || s[i] > '9') bad("an integer field '" + printable(s) + "'");
       v = v * 10 + (s[i] - '0');
     }
     return neg ? -v : v;
   }
 
-  bool item(const std::string& buf, size_t& pos, Reply& out, int depth) {
-    if (depth > 4) bad("arrays nested deeper than 4");
+  // One whole item at pos (an array: its header only, n its element count); false, with pos
+  // unchanged, while it is incomplete.
+  bool next(const std::string& buf, size_t& pos, Reply& out, long long& n) {
     if (pos >= buf.size()) return false;
-    const char t = buf[pos++];
-    std::string l;
-    if (!line(buf, pos, l)) return false;
+    const size_t e = buf.find("\r\n", pos + 1);
+    if (e == std::string::npos) {
+      if (buf.size() - pos > kMaxLine) bad("a line longer than " + std::to_string(kMaxLine) + " bytes");
+      return false;
+    }
+    if (e - pos - 1 > kMaxLine) bad("a line longer than " + std::to_string(kMaxLine) + " bytes");
+    const char t = buf[pos];
+    const std::string l = buf.substr(pos + 1, e - pos - 1);
+    size_t after = e + 2;
     switch (t) {
-      case '+': out.type = Reply::kStatus; out.str = l; return true;
-      case '-': out.type = Reply::kError; out.str = l; return true;
-      case ':': out.type = Reply::kInteger; out.integer = number(l); return true;
+      case '+': out.type = Reply::kStatus; out.str = l; break;
+      case '-': out.type = Reply::kError; out.str = l; break;
+      case ':': out.type = Reply::kInteger; out.integer = number(l); break;
       case '$': {
-        const long long n = number(l);
-        if (n == -1) { out.type = Reply::kNil; return true; }
-        if (n < 0) bad("a bulk length " + l);
-        if (uint64_t(n) > max_string_)
+        const long long len = number(l);
+        if (len == -1) {
+          out.type = Reply::kNil;
+          break;
+        }
+        if (len < 0) bad("a bulk length " + l);
+        if (uint64_t(len) > max_string_)
           fail_field(where_, "reply", "a value of at most " + std::to_string(max_string_) + " bytes",
-                     std::to_string(n) + " bytes");
-        if (buf.size() - pos < size_t(n) + 2) return false;
-        if (buf.compare(pos + size_t(n), 2, "\r\n") != 0) bad("a bulk string not ended by CRLF");
+                     std::to_string(len) + " bytes");
+        if (buf.size() - after < size_t(len) + 2) return false;
+        if (buf.compare(after + size_t(len), 2, "\r\n") != 0) bad("a bulk string not ended by CRLF");
         out.type = Reply::kString;
-        out.str.assign(buf, pos, size_t(n));
-        pos += size_t(n) + 2;
-        return true;
+        out.str.assign(buf, after, size_t(len));
+        after += size_t(len) + 2;
+        break;
       }
       case '*': {
-        const long long n = number(l);
-        if (n == -1) { out.type = Reply::kNil; return true; }
+        n = number(l);
+        if (n == -1) {
+          out.type = Reply::kNil;
+          n = 0;
+          break;
+        }
         if (n < 0 || uint64_t(n) > kMaxElements)
           fail_field(where_, "reply", "an array of at most " + std::to_string(kMaxElements) + " elements",
                      l + " elements");
         out.type = Reply::kArray;
-        out.elements.clear();
-        for (long long i = 0; i < n; ++i) {
-          out.elements.emplace_back();
-          if (!item(buf, pos, out.elements.back(), depth + 1)) return false;
-        }
-        return true;
+        break;
       }
       default:
-        bad(std::string("a type byte '") + t + "'");
+        bad(std::string("a type byte '") + printable(std::string(1, t)) + "'");
     }
+    pos = after;
+    return true;
   }
 
   std::string where_;
   size_t max_string_;
+  Reply root_;
+  bool started_ = false;
+  std::vector<Open> open_;
 };
 
 // One connection to one node.
@@ -139,7 +175,9 @@ class Conn {
  public:
   Conn(const std::string& uri, const std::string& host, int port, const BackendOptions& o, const std::string& user,
        int db)
-      : where_(uri + " (" + host + ":" + std::to_string(port) + ")") {
+      : where_(uri + " (" + host + ":" + std::to_string(port) + ")"),
+        timeout_ms_(std::max(1, o.timeout_ms)),
+        deadline_ms_(std::max(1, o.reply_deadline_ms)) {
     timeval tv{o.timeout_ms / 1000, (o.timeout_ms % 1000) * 1000};
     c_ = redisConnectWithTimeout(host.c_str(), port, tv);
     if (!c_) fail(where_, "cannot allocate a connection");
@@ -171,51 +209,108 @@ class Conn {
   void send(const std::vector<std::string_view>& argv) {
     std::vector<const char*> a;
     std::vector<size_t> n;
+    size_t bytes = 0;
     for (std::string_view s : argv) {
       a.push_back(s.data());
       n.push_back(s.size());
+      bytes += s.size();
     }
     if (redisAppendCommandArgv(c_, int(a.size()), a.data(), n.data()) != REDIS_OK)
       fail(where_, std::string("cannot queue a command: ") + c_->errstr);
+    const Clock::time_point start = Clock::now();
     int done = 0;
-    while (!done)
+    while (!done) {
       if (redisBufferWrite(c_, &done) != REDIS_OK)
         fail(where_, std::string("write failed: ") + (errno == EAGAIN ? "timed out" : c_->errstr));
-  }
-
-  // One reply, at most max_string bytes per string.
-  Reply receive(size_t max_string) {
-    RespReader reader(where_, max_string);
-    const size_t cap = max_string + kMaxLine + 64;
-    while (true) {
-      Reply r;
-      size_t used = 0;
-      if (!buf_.empty() && reader.parse(buf_, r, used)) {
-        buf_.erase(0, used);
-        return r;
-      }
-      if (buf_.size() > cap)
-        fail_field(where_, "reply", "at most " + std::to_string(cap) + " bytes", "more");
-      char tmp[64 * 1024];
-      const ssize_t got = ::recv(c_->fd, tmp, sizeof tmp, 0);
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) fail(where_, "timed out waiting for a reply");
-      if (got <= 0) fail(where_, "connection closed by the server");
-      buf_.append(tmp, size_t(got));
+      // A server that reads a byte at a time would otherwise hold each write to one timeout.
+      if (!done && Clock::now() - start > deadline(bytes))
+        fail_field(where_, "send", "a command sent within " + deadline_text(), "a server reading too slowly");
     }
   }
 
+  // One reply, at most max_string bytes per string and max_string + 64 KiB in all, whole
+  // within the reply deadline (BackendOptions::reply_deadline_ms).
+  Reply receive(size_t max_string) {
+    RespReader reader(where_, max_string);
+    const size_t cap = max_string + kMaxLine + 64;
+    const Clock::time_point start = Clock::now();
+    size_t received = buf_.size() - pos_;  // bytes of this reply seen so far
+    while (true) {
+      if (reader.feed(buf_, pos_)) {
+        compact(true);
+        return reader.take();
+      }
+      compact(false);
+      if (received > cap) fail_field(where_, "reply", "at most " + std::to_string(cap) + " bytes", "more");
+      const auto left = deadline(received) - (Clock::now() - start);
+      if (left <= Clock::duration::zero())
+        fail_field(where_, "reply", "a whole reply within " + deadline_text(),
+                   std::to_string(received) + " bytes after " + seconds_since(start));
+      const int wait_ms = int(std::min<int64_t>(
+          timeout_ms_, std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1));
+      pollfd p{c_->fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, wait_ms);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready < 0) fail(where_, std::string("poll failed: ") + std::strerror(errno));
+      if (ready == 0) {
+        if (wait_ms >= timeout_ms_) fail(where_, "timed out waiting for a reply");
+        continue;  // the deadline check above names it
+      }
+      char tmp[64 * 1024];
+      const ssize_t got = ::recv(c_->fd, tmp, sizeof tmp, 0);
+      if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+      if (got <= 0) fail(where_, "connection closed by the server");
+      buf_.append(tmp, size_t(got));
+      received += size_t(got);
+    }
+  }
+
+  // A command and its reply. After an Error in either (a refused header leaves the rest of
+  // that reply unread; a deadline leaves it half-sent) the connection is out of step with
+  // the server: it is marked broken and the backend opens a new one for the next command, so
+  // a caller that catches the Error (a bad hits counter in ls) never reads a stale reply.
   Reply command(const std::vector<std::string_view>& argv, size_t max_string) {
-    send(argv);
-    return receive(max_string);
+    try {
+      send(argv);
+      return receive(max_string);
+    } catch (...) {
+      broken_ = true;
+      throw;
+    }
   }
 
   const std::string& where() const { return where_; }
+  bool broken() const { return broken_; }
 
  private:
+  using Clock = std::chrono::steady_clock;
+
+  // The allowance for a reply (or a send) that has carried `bytes`: the base deadline plus
+  // 1 s per MiB, so a drip is cut off and a big honest transfer is not.
+  Clock::duration deadline(size_t bytes) const {
+    return std::chrono::milliseconds(deadline_ms_) + std::chrono::milliseconds(int64_t(bytes >> 20) * 1000);
+  }
+  std::string deadline_text() const {
+    return std::to_string(deadline_ms_) + " ms (+1 s per MiB received)";
+  }
+  static std::string seconds_since(Clock::time_point t) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+    return std::to_string(ms / 1000) + "." + std::to_string(ms % 1000 / 100) + " s";
+  }
+  // Drops consumed bytes: always after a whole reply, else once they are worth a copy.
+  void compact(bool whole) {
+    if (whole || pos_ > (size_t(1) << 20)) {
+      buf_.erase(0, pos_);
+      pos_ = 0;
+    }
+  }
+
   std::string where_;
   redisContext* c_ = nullptr;
   std::string buf_;
+  size_t pos_ = 0;  // buf_ before pos_ is consumed
+  bool broken_ = false;
+  int timeout_ms_ = 5000, deadline_ms_ = 10000;
 };
 
 // Redis Cluster's key slot (CRC16-CCITT/XMODEM of the hash tag, mod 16384).
@@ -341,8 +436,14 @@ class RedisBackend final : public Backend {
     if (cluster_) nodes = masters();
     for (const Address& a : nodes) {
       Conn& c = conn(a);
+      const size_t max_calls = scan_call_bound(c);
       std::string cursor = "0";
-      for (int round = 0; round < 1'000'000; ++round) {
+      for (size_t call = 0;; ++call) {
+        // Redis ends a full iteration with cursor 0 after about (table size / COUNT) calls; a
+        // server whose cursor never comes back would otherwise keep ember listing forever.
+        if (call == max_calls)
+          fail_field(c.where(), "SCAN", "a cursor back at 0 within " + std::to_string(max_calls) + " calls",
+                     "cursor '" + printable(cursor) + "' after " + std::to_string(max_calls) + " calls");
         const Reply r = c.command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, kMaxScanReply);
         if (r.type == Reply::kError) expect(r, Reply::kArray, "SCAN", pattern);
         if (r.type != Reply::kArray || r.elements.size() != 2 || r.elements[0].type != Reply::kString ||
@@ -360,7 +461,48 @@ class RedisBackend final : public Backend {
     return out;
   }
 
+  bool remove_unless_exists(const std::string& guard, const std::vector<std::string>& keys) override {
+    // WATCH makes EXEC fail (a nil reply) if anything wrote `guard` after this point: a put
+    // that publishes the entry between our EXISTS and EXEC keeps its chunks.
+    expect(keyed(guard, {"WATCH", guard}, kMaxLine), Reply::kStatus, "WATCH", guard);
+    Conn& c = conn(node_of(guard));
+    const Reply e = c.command({"EXISTS", guard}, kMaxLine);
+    if (e.type != Reply::kInteger || e.integer > 0) {
+      c.command({"UNWATCH"}, kMaxLine);
+      expect(e, Reply::kInteger, "EXISTS", guard);
+      return false;
+    }
+    expect(c.command({"MULTI"}, kMaxLine), Reply::kStatus, "MULTI", guard);
+    for (size_t i = 0; i < keys.size(); i += 256) {
+      std::vector<std::string_view> argv = {"DEL"};
+      for (size_t k = i; k < std::min(keys.size(), i + 256); ++k) argv.push_back(keys[k]);
+      const Reply q = c.command(argv, kMaxLine);
+      if (q.type != Reply::kStatus) {
+        c.command({"DISCARD"}, kMaxLine);
+        expect(q, Reply::kStatus, "DEL (in MULTI)", keys[i]);
+      }
+    }
+    const Reply x = c.command({"EXEC"}, kMaxLine);
+    if (x.type == Reply::kNil) return false;
+    expect(x, Reply::kArray, "EXEC", guard);
+    return true;
+  }
+
  private:
+  // How many SCAN calls one node may take: generous for its DBSIZE (a table of n keys has at
+  // most about 2n buckets, COUNT 1000 visits about 1000 per call), or a fixed bound when the
+  // ACL denies DBSIZE.
+  size_t scan_call_bound(Conn& c) {
+    const Reply r = c.command({"DBSIZE"}, kMaxLine);
+    if (r.type != Reply::kInteger || r.integer < 0) return 100'000;
+    return 64 + 4 * (size_t(std::min<long long>(r.integer, 1LL << 40)) / 1000 + 1);
+  }
+
+  Address node_of(const std::string& key) const {
+    if (auto it = slots_.find(redis_key_slot(key)); it != slots_.end()) return it->second;
+    return seeds_[0];
+  }
+
   static std::string describe(const Reply& r) {
     switch (r.type) {
       case Reply::kString: return "a string";
@@ -382,7 +524,8 @@ class RedisBackend final : public Backend {
 
   Conn& conn(const Address& a) {
     auto it = conns_.find(a.str());
-    if (it != conns_.end()) return *it->second;
+    if (it != conns_.end() && !it->second->broken()) return *it->second;
+    if (it != conns_.end()) conns_.erase(it);
     auto c = std::make_unique<Conn>(uri_, a.host, a.port, options_, user_, db_);
     Conn& ref = *c;
     conns_[a.str()] = std::move(c);
@@ -392,8 +535,7 @@ class RedisBackend final : public Backend {
   // Sends a one-key command to the key's node, following MOVED and ASK.
   Reply keyed(const std::string& key, const std::vector<std::string_view>& argv, size_t max_string) {
     const uint16_t slot = redis_key_slot(key);
-    Address a = seeds_[0];
-    if (auto it = slots_.find(slot); it != slots_.end()) a = it->second;
+    Address a = node_of(key);
     bool asking = false;
     for (int i = 0; i <= kMaxRedirects; ++i) {
       Conn& c = conn(a);

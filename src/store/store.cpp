@@ -1,5 +1,6 @@
-// The store's layout, its put (chunks, then the entry, create-only), its get (every chunk and
-// the seal verified before anything is returned), and ls/verify/gc/stats over one catalog.
+// The store's put (chunks, then the entry, create-only, then the chunks re-checked), its get
+// (every chunk and the seal verified before anything is returned) and its lookups. ls, verify,
+// rm, gc and stats over one catalog are catalog.cpp.
 #include "store/store.h"
 
 #include <algorithm>
@@ -7,9 +8,11 @@
 #include <ctime>
 #include <set>
 
+#include "kv/seal.h"
 #include "kv/strict_json.h"
 #include "util/byte_io.h"
 #include "util/error.h"
+#include "util/hex.h"
 #include "util/sha256.h"
 
 namespace ember::store {
@@ -18,36 +21,20 @@ namespace {
 constexpr size_t kMaxEntryBytes = size_t(256) << 20;  // manifest (<= 64 MiB, escaped) + chunk lists
 constexpr size_t kMaxSmallValue = 128;                // a seal, a pending time
 
-bool is_hex(const std::string& s, size_t n) {
-  if (s.size() != n) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
 int64_t now_s(int64_t now) { return now != 0 ? now : int64_t(std::time(nullptr)); }
 
-// The i-th component of a key ("ember:v1:s:{SEAL}:chunk:SHA" -> 3 is "{SEAL}").
-std::string component(const std::string& key, size_t i) {
-  size_t b = 0;
-  for (size_t k = 0; k < i; ++k) {
-    b = key.find(':', b);
-    if (b == std::string::npos) return "";
-    ++b;
-  }
-  const size_t e = key.find(':', b);
-  return key.substr(b, e == std::string::npos ? std::string::npos : e - b);
-}
-
-std::string untag(const std::string& c) {
-  return c.size() >= 2 && c.front() == '{' && c.back() == '}' ? c.substr(1, c.size() - 2) : "";
-}
-
 // Cuts a payload stream into chunks and stores each under its SHA-256.
+//   all        every chunk is written (a new state; a corrupted copy of a content-addressed
+//              chunk is repaired by the next put of the same state)
+//   differing  a chunk already holding exactly these bytes is left alone (the entry exists)
+//   missing    only chunks absent now are written, under the SHA-256s `expected` names (after
+//              publishing: a gc that ran while no entry existed may have removed some)
 class ChunkSink final : public ByteSink {
  public:
-  ChunkSink(Backend& b, std::string seal, size_t chunk_bytes, bool only_missing)
-      : b_(b), seal_(std::move(seal)), chunk_bytes_(chunk_bytes), only_missing_(only_missing) {
+  enum class Mode { all, differing, missing };
+  ChunkSink(Backend& b, std::string seal, size_t chunk_bytes, Mode mode,
+            const std::vector<std::string>* expected = nullptr)
+      : b_(b), seal_(std::move(seal)), chunk_bytes_(chunk_bytes), mode_(mode), expected_(expected) {
     buf_.reserve(chunk_bytes);
   }
   void write(const void* data, size_t n) override {
@@ -70,18 +57,21 @@ class ChunkSink final : public ByteSink {
 
  private:
   void flush() {
-    const std::string sha = sha256_hex(buf_);
-    const std::string key = KeyLayout::chunk(seal_, sha);
-    // Chunks are replaced, not created: a corrupted copy of a content-addressed chunk is
-    // repaired by the next put of the same state. Under only_missing (the entry exists), a
-    // chunk already holding exactly these bytes is left alone.
+    std::string sha;
     bool write = true;
-    if (only_missing_) {
-      const std::optional<std::string> cur = b_.get(key, buf_.size());
-      write = !cur || *cur != buf_;
+    if (mode_ == Mode::missing) {
+      EMBER_CHECK(expected_ && shas.size() < expected_->size());
+      sha = (*expected_)[shas.size()];
+      write = !b_.exists(KeyLayout::chunk(seal_, sha));
+    } else {
+      sha = sha256_hex(buf_);
+      if (mode_ == Mode::differing) {
+        const std::optional<std::string> cur = b_.get(KeyLayout::chunk(seal_, sha), buf_.size());
+        write = !cur || *cur != buf_;
+      }
     }
     if (write) {
-      b_.replace(key, buf_);
+      b_.replace(KeyLayout::chunk(seal_, sha), buf_);
       ++written;
     }
     shas.push_back(sha);
@@ -90,7 +80,8 @@ class ChunkSink final : public ByteSink {
   Backend& b_;
   std::string seal_;
   size_t chunk_bytes_;
-  bool only_missing_;
+  Mode mode_;
+  const std::vector<std::string>* expected_;
   std::string buf_;
 };
 
@@ -150,13 +141,6 @@ std::vector<std::string> prefix_chain(const std::string& ns, std::span<const int
   return out;
 }
 
-std::string KeyLayout::entry(const std::string& s) { return "ember:v1:s:{" + s + "}:entry"; }
-std::string KeyLayout::chunk(const std::string& s, const std::string& sha) { return "ember:v1:s:{" + s + "}:chunk:" + sha; }
-std::string KeyLayout::pending(const std::string& s) { return "ember:v1:s:{" + s + "}:pending"; }
-std::string KeyLayout::hits(const std::string& s) { return "ember:v1:s:{" + s + "}:hits"; }
-std::string KeyLayout::name(const std::string& ns, const std::string& n) { return "ember:v1:n:{" + ns + "}:name:" + n; }
-std::string KeyLayout::prefix(const std::string& ns, const std::string& h) { return "ember:v1:n:{" + ns + "}:prefix:" + h; }
-
 // ---- put -------------------------------------------------------------------------------------
 
 PutResult Store::put(const kv::VerifiedState& v, const PutOptions& o) {
@@ -179,41 +163,59 @@ PutResult Store::put(const kv::VerifiedState& v, const PutOptions& o) {
     fail_field(where, "chunk_bytes", "at most 2^20 chunks per payload (a larger --chunk-bytes)",
                std::to_string(chunk_count(bytes, o.chunk_bytes)) + " chunks");
 
-  const bool present = b_->exists(KeyLayout::entry(r.seal));
-  Entry e;
-  e.seal = r.seal;
-  e.ns = r.ns;
-  e.stored_at = now_s(0);
-  e.chunk_bytes = o.chunk_bytes;
-  e.manifest_text = text;
-  if (present) {
-    // The same state again: a no-op, except that chunks lost (evicted) or corrupted since are
-    // rewritten, with the layout the stored record names.
-    const Entry old = read_entry(r.seal);
-    for (kv::Payload p : {kv::Payload::keys, kv::Payload::values}) {
-      ChunkSink sink(*b_, r.seal, size_t(old.chunk_bytes), /*only_missing=*/true);
-      kv::write_payload(s.cache, p, sink);
-      sink.finish();
-      if (sink.shas != old.chunks[int(p)])
-        fail_field(KeyLayout::entry(r.seal), kv::payload_field(p), "the chunks of this state", "other chunks");
-      r.chunks += sink.shas.size();
-      r.chunks_written += sink.written;
+  // The chunks against a concurrent gc (docs/store.md, "put and gc"): gc deletes a state's
+  // chunks only while its entry does not exist, atomically with that check
+  // (Backend::remove_unless_exists). So once the entry exists, nothing of it goes unless the
+  // state itself is removed; and whatever went before is put back by the pass after
+  // publishing. A state removed while this put ran (gc --older-than, rm) is published again.
+  for (int attempt = 0;; ++attempt) {
+    if (attempt == 3)
+      fail_field(uri() + ": " + KeyLayout::entry(r.seal), "entry", "to stay published while this put runs",
+                 "removed 3 times (a concurrent gc or rm)");
+    Entry e;
+    e.seal = r.seal;
+    e.ns = r.ns;
+    e.stored_at = now_s(0);
+    e.chunk_bytes = o.chunk_bytes;
+    e.manifest_text = text;
+    r.chunks = r.chunks_written = 0;
+    if (b_->exists(KeyLayout::entry(r.seal))) {
+      // The same state again: a no-op, except that chunks lost (evicted) or corrupted since
+      // are rewritten, with the layout the stored record names.
+      const Entry old = read_entry(r.seal);
+      for (kv::Payload p : {kv::Payload::keys, kv::Payload::values}) {
+        ChunkSink sink(*b_, r.seal, size_t(old.chunk_bytes), ChunkSink::Mode::differing);
+        kv::write_payload(s.cache, p, sink);
+        sink.finish();
+        if (sink.shas != old.chunks[int(p)])
+          fail_field(KeyLayout::entry(r.seal), kv::payload_field(p), "the chunks of this state", "other chunks");
+        r.chunks += sink.shas.size();
+        r.chunks_written += sink.written;
+      }
+    } else {
+      b_->replace(KeyLayout::pending(r.seal), std::to_string(e.stored_at));
+      for (kv::Payload p : {kv::Payload::keys, kv::Payload::values}) {
+        ChunkSink sink(*b_, r.seal, o.chunk_bytes, ChunkSink::Mode::all);
+        kv::write_payload(s.cache, p, sink);
+        sink.finish();
+        e.chunks[int(p)] = std::move(sink.shas);
+        r.chunks += e.chunks[int(p)].size();
+        r.chunks_written += sink.written;
+      }
+      // The entry last and create-only: a reader sees the whole state or none; of two writers
+      // of the same state one creates it and the other finds it (the same seal: a no-op).
+      r.stored = b_->create(KeyLayout::entry(r.seal), entry_json(e));
+      b_->remove(KeyLayout::pending(r.seal));
+      const Entry pub = r.stored ? e : read_entry(r.seal);  // the other writer's must be valid too
+      for (kv::Payload p : {kv::Payload::keys, kv::Payload::values}) {
+        ChunkSink sink(*b_, r.seal, size_t(pub.chunk_bytes), ChunkSink::Mode::missing, &pub.chunks[int(p)]);
+        kv::write_payload(s.cache, p, sink);
+        sink.finish();
+        r.chunks_written += sink.written;
+      }
     }
-  } else {
-    b_->replace(KeyLayout::pending(r.seal), std::to_string(e.stored_at));
-    for (kv::Payload p : {kv::Payload::keys, kv::Payload::values}) {
-      ChunkSink sink(*b_, r.seal, o.chunk_bytes, /*only_missing=*/false);
-      kv::write_payload(s.cache, p, sink);
-      sink.finish();
-      e.chunks[int(p)] = std::move(sink.shas);
-      r.chunks += e.chunks[int(p)].size();
-      r.chunks_written += sink.written;
-    }
-    // The entry last and create-only: a reader sees the whole state or none; of two writers
-    // of the same state one creates it and the other finds it (the same seal: a no-op).
-    r.stored = b_->create(KeyLayout::entry(r.seal), entry_json(e));
-    b_->remove(KeyLayout::pending(r.seal));
-    if (!r.stored) read_entry(r.seal);  // the other writer's record must be valid too
+    if (b_->exists(KeyLayout::entry(r.seal))) break;
+    r.stored = false;
   }
   if (!o.name.empty()) {
     const std::string key = KeyLayout::name(r.ns, o.name);
@@ -229,6 +231,15 @@ PutResult Store::put(const kv::VerifiedState& v, const PutOptions& o) {
   }
   for (const std::string& h : prefix_chain(r.ns, m.prefix.tokens))
     if (b_->create(KeyLayout::prefix(r.ns, h), r.seal)) ++r.prefix_keys;
+  // A signature is a statement about the seal, not part of it: every signer's valid signature
+  // is kept under its own key (no first writer can squat a state), replacing only that
+  // signer's earlier one. get --trust KEY reads the one by KEY.
+  if (m.signature) {
+    if (!ed25519_verify(*m.signature, kv::seal_signing_message(r.seal)))
+      fail_field(where, "signature", "a valid Ed25519 signature of the seal", "an invalid signature");
+    b_->replace(KeyLayout::signature(r.seal, m.signature->public_key),
+                canonical_json(nlohmann::json(kv::signature_to_json(*m.signature))));
+  }
   return r;
 }
 
@@ -249,7 +260,7 @@ std::string Store::resolve(const std::string& ref) {
   return *v;
 }
 
-Entry Store::read_entry(const std::string& seal) {
+Entry Store::read_entry(const std::string& seal, const std::string& expect_ns) {
   const std::string key = KeyLayout::entry(seal);
   const std::string where = uri() + ": " + key;
   const std::optional<std::string> text = b_->get(key, kMaxEntryBytes);
@@ -291,6 +302,13 @@ Entry Store::read_entry(const std::string& seal) {
   if (namespace_of(e.manifest) != e.ns)
     fail_field(where, "namespace", namespace_of(e.manifest) + " (of the manifest's model, tokenizer and numerics)",
                e.ns);
+  // A name or prefix key lives in its namespace; a state of another namespace under it is
+  // another model's, tokenizer's or engine's, never to be returned for this one.
+  if (!expect_ns.empty() && e.ns != expect_ns)
+    fail_field(where, "namespace",
+               expect_ns + " (the namespace of the name or prefix key that led here)",
+               e.ns + " (model " + e.manifest.model.identity + ", tokenizer " + e.manifest.tokenizer.identity +
+                   ", engine " + e.manifest.numerics.engine_fingerprint + ")");
   const uint64_t want = chunk_count(e.manifest.payload_bytes(), e.chunk_bytes);
   for (kv::Payload p : {kv::Payload::keys, kv::Payload::values})
     if (e.chunks[int(p)].size() != want)
@@ -364,8 +382,8 @@ void name_bad_chunk(const ChunkSource& src, const Entry& e, kv::Payload p, const
 
 }  // namespace
 
-kv::VerifiedState Store::get(const std::string& seal, bool count_hit, int capacity) {
-  Entry e = read_entry(seal);
+kv::VerifiedState Store::get(const std::string& seal, bool count_hit, const std::string& expect_ns, int capacity) {
+  Entry e = read_entry(seal, expect_ns);
   ChunkSource keys(*b_, seal, e, kv::Payload::keys), values(*b_, seal, e, kv::Payload::values);
   kv::PayloadReadOptions ro;
   ro.capacity = capacity;
@@ -375,8 +393,14 @@ kv::VerifiedState Store::get(const std::string& seal, bool count_hit, int capaci
   std::string text = e.manifest_text;
   try {
     kv::VerifiedState s = kv::read_payloads(std::move(h), std::move(text), keys, values, ro);
-    // Best effort: a read never fails for want of a counter.
-    if (count_hit) b_->increment(KeyLayout::hits(seal));
+    // Hit counting is bookkeeping, never on the read's critical path.
+    if (count_hit) {
+      try {
+        b_->increment(KeyLayout::hits(seal));
+      } catch (const Error& err) {
+        warnings_.push_back(std::string("hit not counted: ") + err.what());
+      }
+    }
     return s;
   } catch (const Error& err) {
     if (std::string(err.what()).find(".sha256: expected") == std::string::npos) throw;
@@ -386,208 +410,35 @@ kv::VerifiedState Store::get(const std::string& seal, bool count_hit, int capaci
   }
 }
 
+kv::VerifiedState Store::get_ref(const std::string& ref, int capacity) {
+  const std::string seal = resolve(ref);
+  return get(seal, true, is_hex(ref, 64) ? std::string() : ref.substr(0, ref.find('/')), capacity);
+}
+
+std::optional<Ed25519Signature> Store::signature(const std::string& seal, const std::string& public_key) {
+  if (!is_hex(public_key, 64)) return std::nullopt;
+  const std::string key = KeyLayout::signature(seal, public_key);
+  const std::optional<std::string> v = b_->get(key, 4096);
+  if (!v) return std::nullopt;
+  const Ed25519Signature sig =
+      kv::signature_from_json(kv::parse_json_strict(*v, uri() + ": " + key, 4, 16), uri() + ": " + key);
+  if (sig.public_key != public_key || !ed25519_verify(sig, kv::seal_signing_message(seal))) return std::nullopt;
+  return sig;
+}
+
 std::optional<std::string> Store::prefix_lookup(const std::string& ns, const std::string& hash) {
   const std::optional<std::string> v = b_->get(KeyLayout::prefix(ns, hash), kMaxSmallValue);
   if (!v || !is_hex(*v, 64)) return std::nullopt;
+  Entry e;
+  try {
+    e = read_entry(*v);
+  } catch (const Error&) {
+    return v;  // missing or invalid: get names it (a miss, or the failure --on-miss reports)
+  }
+  if (e.ns != ns) return std::nullopt;
+  const std::vector<std::string> chain = prefix_chain(ns, e.manifest.prefix.tokens);
+  if (std::find(chain.begin(), chain.end(), hash) == chain.end()) return std::nullopt;
   return v;
-}
-
-// ---- catalog, verify, rm, gc, stats ------------------------------------------------------------
-
-Catalog Store::catalog() {
-  Catalog c;
-  for (const std::string& k : b_->scan("ember:v1:s:*:entry")) {
-    const std::string seal = untag(component(k, 3));
-    if (!is_hex(seal, 64)) continue;
-    Catalog::Item& it = c.seals[seal];
-    it.has_entry = true;
-    try {
-      it.entry = read_entry(seal);
-    } catch (const Error& e) {
-      it.entry_error = e.what();
-    }
-    it.hits = b_->counter(KeyLayout::hits(seal));
-  }
-  for (const std::string& k : b_->scan("ember:v1:s:*:chunk:*")) {
-    const std::string seal = untag(component(k, 3));
-    if (is_hex(seal, 64)) c.seals[seal].chunk_keys.push_back(k);
-  }
-  for (const std::string& k : b_->scan("ember:v1:s:*:pending")) {
-    const std::string seal = untag(component(k, 3));
-    if (!is_hex(seal, 64)) continue;
-    Catalog::Item& it = c.seals[seal];
-    it.has_pending = true;
-    const std::optional<std::string> v = b_->get(k, kMaxSmallValue);
-    if (v && !v->empty() && v->size() < 18 && v->find_first_not_of("0123456789") == std::string::npos)
-      it.pending_since = std::stoll(*v);
-  }
-  auto pointers = [&](const char* pattern, std::map<std::string, std::string>& out) {
-    for (const std::string& k : b_->scan(pattern)) {
-      const std::optional<std::string> v = b_->get(k, kMaxSmallValue);
-      out[k] = v && is_hex(*v, 64) ? *v : "";
-    }
-  };
-  pointers("ember:v1:n:*:name:*", c.names);
-  pointers("ember:v1:n:*:prefix:*", c.prefixes);
-  return c;
-}
-
-VerifyResult Store::verify() {
-  const Catalog c = catalog();
-  VerifyResult r;
-  for (const auto& [seal, it] : c.seals) {
-    if (it.has_entry) {
-      if (!it.entry) {
-        r.findings.push_back({"entry", KeyLayout::entry(seal), it.entry_error});
-        continue;
-      }
-      try {
-        get(seal, /*count_hit=*/false);
-        ++r.entries_ok;
-      } catch (const Error& e) {
-        r.findings.push_back({"entry", KeyLayout::entry(seal), e.what()});
-      }
-      // Chunks the record does not name (from an interrupted put of another layout).
-      size_t named = it.entry->chunks[0].size() + it.entry->chunks[1].size();
-      if (it.chunk_keys.size() > named)
-        r.findings.push_back({"orphan-chunks", KeyLayout::entry(seal),
-                              std::to_string(it.chunk_keys.size() - named) + " chunks not in the record"});
-      if (it.has_pending) r.findings.push_back({"stale-pending", KeyLayout::pending(seal), "the entry is published"});
-    } else if (!it.chunk_keys.empty() || it.has_pending) {
-      r.findings.push_back({"orphan-chunks", "ember:v1:s:{" + seal + "}",
-                            std::to_string(it.chunk_keys.size()) + " chunks without an entry" +
-                                (it.pending_since ? " (put started at " + std::to_string(*it.pending_since) + ")"
-                                                  : " (no live put)")});
-    }
-  }
-  auto dangling = [&](const std::map<std::string, std::string>& m, const char* what) {
-    for (const auto& [k, seal] : m) {
-      auto it = c.seals.find(seal);
-      if (seal.empty() || it == c.seals.end() || !it->second.has_entry)
-        r.findings.push_back({what, k, seal.empty() ? "not a seal" : "points at state " + seal + ", not stored"});
-    }
-  };
-  dangling(c.names, "dangling-name");
-  dangling(c.prefixes, "dangling-prefix");
-  return r;
-}
-
-void Store::remove_state(const std::string& seal, const Catalog& c, GcResult& r) {
-  // Pointers first (no reader is sent to a state being removed), then the record (the state
-  // is gone for every reader), then its chunks.
-  for (const auto& [k, s] : c.names)
-    if (s == seal) b_->remove(k), ++r.names_removed;
-  for (const auto& [k, s] : c.prefixes)
-    if (s == seal) b_->remove(k), ++r.prefixes_removed;
-  auto it = c.seals.find(seal);
-  if (it != c.seals.end() && it->second.has_entry) {
-    b_->remove(KeyLayout::entry(seal));
-    ++r.entries_removed;
-  }
-  if (it != c.seals.end())
-    for (const std::string& k : it->second.chunk_keys) b_->remove(k), ++r.chunks_removed;
-  b_->remove(KeyLayout::hits(seal));
-  if (it != c.seals.end() && it->second.has_pending) b_->remove(KeyLayout::pending(seal)), ++r.pending_removed;
-}
-
-GcResult Store::remove(const std::string& ref) {
-  const Catalog c = catalog();
-  GcResult r;
-  if (is_hex(ref, 64)) {
-    auto it = c.seals.find(ref);
-    if (it == c.seals.end() || !it->second.has_entry) fail_field(uri(), "state " + ref, "a stored state", "none");
-    remove_state(ref, c, r);
-    return r;
-  }
-  const std::string seal = resolve(ref);
-  const size_t slash = ref.find('/');
-  const std::string key = KeyLayout::name(ref.substr(0, slash), ref.substr(slash + 1));
-  b_->remove(key);
-  ++r.names_removed;
-  bool other = false;
-  for (const auto& [k, s] : c.names) other = other || (s == seal && k != key);
-  if (!other) {
-    Catalog rest = c;
-    rest.names.erase(key);
-    remove_state(seal, rest, r);
-  }
-  return r;
-}
-
-GcResult Store::gc(const GcOptions& o) {
-  const Catalog c = catalog();
-  const int64_t now = now_s(o.now);
-  GcResult r;
-  struct Live {
-    int64_t at;
-    std::string seal;
-    uint64_t bytes;
-  };
-  std::vector<Live> live;
-  for (const auto& [seal, it] : c.seals) {
-    if (it.has_entry && !it.entry) {  // a record no reader accepts
-      remove_state(seal, c, r);
-      continue;
-    }
-    if (it.has_entry) {
-      if (o.older_than_s >= 0 && it.entry->stored_at < now - o.older_than_s) {
-        remove_state(seal, c, r);
-        continue;
-      }
-      live.push_back({it.entry->stored_at, seal, 2 * it.entry->manifest.payload_bytes()});
-      if (it.has_pending) b_->remove(KeyLayout::pending(seal)), ++r.pending_removed;
-      continue;
-    }
-    // No record: chunks of a put that died, unless the put is younger than the grace period.
-    const bool young = it.pending_since && *it.pending_since > now - o.grace_s;
-    if (!young) remove_state(seal, c, r);
-  }
-  std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) {
-    return a.at != b.at ? a.at < b.at : a.seal < b.seal;
-  });
-  uint64_t total = 0;
-  for (const Live& l : live) total += l.bytes;
-  size_t i = 0;
-  for (; i < live.size() && total > o.max_bytes; ++i) {
-    remove_state(live[i].seal, c, r);
-    total -= live[i].bytes;
-  }
-  r.entries_kept = live.size() - i;
-  r.bytes_kept = total;
-  // Pointers at states that are gone (or were never published).
-  std::set<std::string> removed;
-  for (size_t k = 0; k < i; ++k) removed.insert(live[k].seal);
-  auto sweep = [&](const std::map<std::string, std::string>& m, size_t& count) {
-    for (const auto& [k, seal] : m) {
-      auto it = c.seals.find(seal);
-      const bool stored = !seal.empty() && it != c.seals.end() && it->second.entry && !removed.count(seal) &&
-                          !(o.older_than_s >= 0 && it->second.entry->stored_at < now - o.older_than_s);
-      if (!stored && b_->exists(k)) b_->remove(k), ++count;
-    }
-  };
-  sweep(c.names, r.names_removed);
-  sweep(c.prefixes, r.prefixes_removed);
-  return r;
-}
-
-StoreStats Store::stats() {
-  const Catalog c = catalog();
-  StoreStats s;
-  for (const auto& [seal, it] : c.seals) {
-    s.chunks += it.chunk_keys.size();
-    if (it.entry) {
-      ++s.entries;
-      s.payload_bytes += 2 * it.entry->manifest.payload_bytes();
-      s.hits += it.hits;
-    } else if (it.has_entry) {
-      ++s.invalid_entries;
-    } else {
-      ++s.orphan_groups;
-    }
-  }
-  s.names = c.names.size();
-  s.prefix_keys = c.prefixes.size();
-  return s;
 }
 
 }  // namespace ember::store

@@ -2,23 +2,21 @@
 // ember's shared KV store: sealed snapshots (ember.kv-snapshot.v1) as content-addressed chunks
 // on a key-value backend (store/backend.h: dir:PATH, redis://, redis+cluster://), published
 // so that a reader never sees part of one, and read back only after every byte is verified.
-// Key layout, the chained prefix hash and what get checks: docs/store.md.
-//
-//   ember:v1:s:{SEAL}:chunk:SHA256   one chunk of a payload (keys, then values), SHA256 of it
-//   ember:v1:s:{SEAL}:entry          the entry record (below), published last, create-only
-//   ember:v1:s:{SEAL}:pending        set while a put writes chunks (its start time), then removed
-//   ember:v1:s:{SEAL}:hits           how many gets and prefix hits read the entry
-//   ember:v1:n:{NS}:name:NAME        a name -> SEAL (create-only; --force replaces)
-//   ember:v1:n:{NS}:prefix:H         the chained hash of a prefix's 16-token blocks -> SEAL
+// Key layout (store/key_layout.h), the chained prefix hash, what get checks, and the put/gc
+// protocol: docs/store.md.
 //
 // SEAL is the snapshot's seal (kv/seal.h), so one snapshot's keys share one hash tag (one
 // Redis Cluster node) and a second writer of the same state writes the same keys. NS is the
 // namespace of (model identity, tokenizer identity, numerics contract, engine fingerprint):
-// a lookup made for another model or engine can never reach a state of this one.
+// a lookup made for another model or engine can never reach a state of this one (a name or
+// prefix key of NS that holds another namespace's seal is refused, and verify reports it).
 //
 // The entry record is canonical JSON: {"format": "ember.store-entry", "version": 1, "seal",
 // "namespace", "stored_at" (unix seconds), "chunk_bytes", "chunks": {"keys": [SHA256...],
 // "values": [...]}, "manifest": the manifest.json text}.
+//
+// Thread-safety: a Store (one backend connection) is used by one thread at a time; any number
+// of Stores, in any number of processes, may work on one backend at once.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -29,6 +27,7 @@
 
 #include "kv/state.h"
 #include "store/backend.h"
+#include "store/key_layout.h"
 
 namespace ember::store {
 
@@ -50,15 +49,6 @@ std::string namespace_of(const kv::SnapshotManifest& m);
 //   h_b = SHA-256(h_{b-1} (32 bytes) || the 16 ids of block b as int32 little-endian)
 // Returns hex h_1 .. h_B, B = tokens.size() / 16. Deterministic across processes and hosts.
 std::vector<std::string> prefix_chain(const std::string& ns, std::span<const int32_t> tokens);
-
-struct KeyLayout {
-  static std::string entry(const std::string& seal);
-  static std::string chunk(const std::string& seal, const std::string& sha);
-  static std::string pending(const std::string& seal);
-  static std::string hits(const std::string& seal);
-  static std::string name(const std::string& ns, const std::string& name);
-  static std::string prefix(const std::string& ns, const std::string& hash);
-};
 
 // An entry record as read (strictly: unknown, missing, mistyped fields refused) and checked
 // against its manifest: seal, namespace, chunk count.
@@ -94,14 +84,19 @@ struct Catalog {
     std::vector<std::string> chunk_keys;
     std::optional<int64_t> pending_since;  // the pending marker's start time
     bool has_pending = false;
-    int64_t hits = 0;
+    std::optional<int64_t> hits;  // nullopt: the counter could not be read (hits_error says why)
+    std::string hits_error;
+    std::vector<std::string> signature_keys;
   };
   std::map<std::string, Item> seals;                    // by seal
   std::map<std::string, std::string> names, prefixes;   // key -> seal it names ("" if malformed)
 };
 
 struct VerifyFinding {
-  std::string what;  // "entry", "orphan-chunks", "dangling-name", "dangling-prefix", "stale-pending"
+  // "entry", "orphan-chunks", "dangling-name", "dangling-prefix", "stale-pending",
+  // "misplaced-name" / "misplaced-prefix" (a pointer at a state of another namespace or, for a
+  // prefix, another prompt), "bad-signature", "stale-temporary" (a dead dir: put's file)
+  std::string what;
   std::string key;
   std::string detail;
 };
@@ -114,11 +109,12 @@ struct VerifyResult {
 struct GcOptions {
   int64_t older_than_s = -1;         // remove entries stored longer ago than this (-1: none)
   uint64_t max_bytes = UINT64_MAX;   // then remove the oldest until payload bytes <= this
-  int64_t grace_s = 900;             // a put younger than this is live: its chunks are kept
+  int64_t grace_s = 900;             // a put (or a dir: temporary) younger than this is live: kept
   int64_t now = 0;                   // 0: the clock
 };
 struct GcResult {
   size_t entries_removed = 0, chunks_removed = 0, names_removed = 0, prefixes_removed = 0, pending_removed = 0;
+  size_t temporaries_removed = 0;
   size_t entries_kept = 0;
   uint64_t bytes_kept = 0;
 };
@@ -139,27 +135,46 @@ class Store {
   const std::string& uri() const { return b_->uri(); }
 
   // Stores a sealed native snapshot: checks the cache against its seal, writes the pending
-  // marker, every chunk, then the entry (create-only), removes the marker, then the name and
-  // the prefix-index keys. A state already stored is a no-op (missing chunks are rewritten).
-  // A name that points at another state is an Error unless force.
+  // marker, every chunk, then the entry (create-only), removes the marker, puts back any chunk
+  // a concurrent gc removed before the entry existed, then the name, the prefix-index keys and
+  // the signature record. A state already stored is a no-op (missing or corrupt chunks are
+  // rewritten; a valid signature is added). A name that points at another state is an Error
+  // unless force. The state is verified: its payload is not hashed again here (only cut into
+  // chunks, each named by its SHA-256).
   PutResult put(const kv::VerifiedState& s, const PutOptions& options);
 
   // "NS/NAME" or a seal (64 hex digits) -> the seal. Error naming the ref when absent.
   std::string resolve(const std::string& ref);
 
-  // The entry record of `seal`, strictly read and checked. Error naming the key.
-  Entry read_entry(const std::string& seal);
+  // The entry record of `seal`, strictly read and checked. Error naming the key. With
+  // expect_ns, the state must be of that namespace (a name's or a prefix key's own).
+  Entry read_entry(const std::string& seal, const std::string& expect_ns = {});
 
   // The state of `seal`: the entry (read_entry), then every chunk of each payload fetched with
   // its size bound and read once, straight into the cache (kv::read_payloads): each payload's
   // SHA-256 and finiteness against the sealed manifest (a missing chunk is an Error naming its
   // key; when a payload's hash fails, the chunks are hashed to name the corrupt one). Nothing is
-  // returned before every check passed. The cache holds max(P, capacity) positions: room for decoding, so a
-  // prefix hit needs no copy. count_hit increments :hits.
-  kv::VerifiedState get(const std::string& seal, bool count_hit = true, int capacity = 0);
+  // returned before every check passed. The cache holds max(P, capacity) positions: room for
+  // decoding, so a prefix hit needs no copy. count_hit increments :hits, best effort: a counter
+  // that cannot be written (a read-only ACL, a FIFO planted at the key) is a warning
+  // (take_warnings), never a failed read.
+  kv::VerifiedState get(const std::string& seal, bool count_hit = true, const std::string& expect_ns = {},
+                        int capacity = 0);
+  // get() of "NS/NAME" (the state must be of NS) or of a seal.
+  kv::VerifiedState get_ref(const std::string& ref, int capacity = 0);
 
-  // The seal the prefix index holds for a chained hash (nullopt: none).
+  // The signature of `seal` by `public_key` (64 hex digits) a put recorded, when there is one
+  // and it verifies; nullopt otherwise. (The entry's manifest keeps its first writer's.)
+  std::optional<Ed25519Signature> signature(const std::string& seal, const std::string& public_key);
+
+  // The seal the prefix index holds for a chained hash, when that state is of namespace `ns`
+  // and its prompt has that hash (nullopt otherwise: a key at another prompt's or model's state
+  // is ignored, not followed; verify reports it, gc removes it). An entry that cannot be read
+  // is returned as is, for get to name what is wrong with it.
   std::optional<std::string> prefix_lookup(const std::string& ns, const std::string& hash);
+
+  // Warnings since the last call (hit counts not written), one line each.
+  std::vector<std::string> take_warnings() { return std::move(warnings_); }
 
   Catalog catalog();
   VerifyResult verify();
@@ -172,6 +187,7 @@ class Store {
  private:
   void remove_state(const std::string& seal, const Catalog& cat, GcResult& r);
   std::unique_ptr<Backend> b_;
+  std::vector<std::string> warnings_;
 };
 
 // [A-Za-z0-9._-]{1,128}: the names a store accepts.

@@ -125,6 +125,17 @@ TEST(StoreCluster, OneSnapshotLivesOnOneNodeAndMovedAndAskAreFollowed) {
   EXPECT_EQ(owner2, to);
   EXPECT_EQ(holders2, 1);
   EXPECT_TRUE(Store::open(c.seeds(2)).verify().ok());
+
+  // rm through a node that does not own the slot: the chunks go by WATCH/MULTI/EXEC on the
+  // owner (store.h remove_unless_exists), reached by following MOVED.
+  const size_t other = size_t((to + 1) % 3);
+  Store remover = Store::open(c.seeds(other));
+  const GcResult g = remover.remove(r.seal);
+  EXPECT_EQ(g.entries_removed, 1u);
+  EXPECT_EQ(g.chunks_removed, r.chunks);
+  owner_of(c, r.seal, &keys);
+  EXPECT_EQ(keys, 0u);
+  EXPECT_TRUE(remover.verify().ok());
 }
 
 }  // namespace

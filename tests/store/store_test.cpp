@@ -261,6 +261,35 @@ TEST(StoreLayout, RedisClusterSlotsFollowHashTags) {
   EXPECT_EQ(redis_key_slot("{user1000}.following"), redis_key_slot("{user1000}.followers"));
 }
 
+TEST(StoreLayout, EveryKeyParsesBackToWhatBuiltIt) {
+  const std::string seal(64, 'a'), sha(64, 'b'), ns(32, 'c');
+  using K = ParsedKey::Kind;
+  const std::vector<std::tuple<std::string, K, std::string, std::string>> cases = {
+      {KeyLayout::entry(seal), K::entry, seal, ""},
+      {KeyLayout::chunk(seal, sha), K::chunk, seal, sha},
+      {KeyLayout::pending(seal), K::pending, seal, ""},
+      {KeyLayout::hits(seal), K::hits, seal, ""},
+      {KeyLayout::signature(seal, sha), K::signature, seal, sha},
+      {KeyLayout::name(ns, "my.name"), K::name, ns, "my.name"},
+      {KeyLayout::prefix(ns, sha), K::prefix, ns, sha},
+  };
+  for (const auto& [key, kind, tag, leaf] : cases) {
+    const std::optional<ParsedKey> p = KeyLayout::parse(key);
+    ASSERT_TRUE(p.has_value()) << key;
+    EXPECT_EQ(p->kind, kind) << key;
+    EXPECT_EQ(p->tag, tag) << key;
+    EXPECT_EQ(p->leaf, leaf) << key;
+  }
+  EXPECT_TRUE(key_matches(KeyLayout::chunk(seal, sha), KeyLayout::kChunks));
+  EXPECT_TRUE(key_matches(KeyLayout::name(ns, "n"), KeyLayout::kNames));
+  for (const std::string& bad : {"ember:v1:s:{" + std::string(63, 'a') + "}:entry", "ember:v1:s:{" + seal + "}:hits:x",
+                                "ember:v1:s:" + seal + ":entry", "ember:v2:s:{" + seal + "}:entry",
+                                "ember:v1:s:{" + seal + "}:chunk:" + std::string(64, 'B'),
+                                "ember:v1:n:{" + ns + "}:prefix:short", "ember:v1:n:{" + ns + "}:name:",
+                                "ember:v1:n:{" + seal + "}:name:x"})
+    EXPECT_FALSE(KeyLayout::parse(bad).has_value()) << bad;
+}
+
 TEST(StoreUri, PasswordsInTheUriAreRefusedWithoutBeingEchoed) {
   const std::string err = error_of([] { open_backend("redis://alice:s3cret@127.0.0.1:1"); });
   EXPECT_NE(err.find("EMBER_REDIS_PASSWORD"), std::string::npos) << err;
