@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf/synth.h"
 #include "gguf/writer.h"
 #include "util/byte_io.h"
 
@@ -71,6 +72,18 @@ T peek(const std::vector<uint8_t>& b, size_t at) {
   T v;
   std::memcpy(&v, b.data() + at, sizeof v);
   return v;
+}
+
+// A small synthetic model of `arch` (2 layers, hidden 64, 4/2 heads, ffn 96, vocab 300) with
+// the features the architecture requires.
+inline SynthSpec small_synth(const std::string& arch, uint64_t seed) {
+  SynthSpec s;
+  s.arch = arch;
+  s.layers = 2, s.hidden = 64, s.heads = 4, s.kv_heads = 2, s.ffn = 96, s.vocab = 300;
+  s.qkv_bias = arch == "qwen2";
+  s.qk_norm = arch == "qwen3";
+  s.seed = seed;
+  return s;
 }
 
 }  // namespace ember::gguf::fixture

@@ -18,15 +18,7 @@
 namespace ember::gguf {
 namespace {
 
-SynthSpec small(const std::string& arch) {
-  SynthSpec s;
-  s.arch = arch;
-  s.layers = 2, s.hidden = 64, s.heads = 4, s.kv_heads = 2, s.ffn = 96, s.vocab = 300;
-  s.qkv_bias = arch == "qwen2";
-  s.qk_norm = arch == "qwen3";
-  s.seed = 42;
-  return s;
-}
+SynthSpec small(const std::string& arch) { return fixture::small_synth(arch, 42); }
 
 std::vector<uint8_t> synth_bytes(const SynthSpec& s) { return fixture::to_bytes(synth_model(s)); }
 
