@@ -11,6 +11,7 @@
 #include "cli/model_loader.h"
 #include "cli/store_flags.h"
 #include "cli/trust_flags.h"
+#include "gguf/arch.h"
 #include "kv/llamacpp_import.h"
 #include "kv/state.h"
 #include "util/atomic_file.h"
@@ -37,7 +38,7 @@ void add_import_llamacpp(CLI::App& kv) {
   c->add_option("--model", o->model, "the GGUF the state was computed with")->required();
   c->add_option("--tokenizer", o->tokenizer,
                 "Hugging Face tokenizer.json (default: the GGUF's own)");
-  c->add_option("--arch", o->arch, "assert the model's architecture (llama|qwen2|qwen3)");
+  c->add_option("--arch", o->arch, "assert the model's architecture (" + gguf::arch_names("|") + ")");
   c->add_option("--output,-o", o->output, "directory to create")->required();
   auto* resume = c->add_option("--resume-token", o->resume,
                                "the token at position P (default: ember's argmax for the last "

@@ -15,6 +15,7 @@
 #include "cli/store_flags.h"
 #include "cli/token_ids.h"
 #include "cli/trust_flags.h"
+#include "gguf/arch.h"
 #include "kv/replay.h"
 #include "kv/state.h"
 #include "kv/state.h"
@@ -39,7 +40,7 @@ struct ModelArgs {
 void add_model_flags(CLI::App* c, ModelArgs& a) {
   c->add_option("--model", a.model, "GGUF model file")->required();
   c->add_option("--tokenizer", a.tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
-  c->add_option("--arch", a.arch, "assert the model's architecture (llama|qwen2|qwen3)");
+  c->add_option("--arch", a.arch, "assert the model's architecture (" + gguf::arch_names("|") + ")");
   add_threads_option(c, a.threads);
   add_past_context_flag(c, a.allow_past_context);
 }

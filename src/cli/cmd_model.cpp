@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "gguf/arch.h"
 #include "gguf/convert.h"
 #include "gguf/gguf_file.h"
 #include "gguf/identity.h"
@@ -87,9 +88,10 @@ void register_synth(CLI::App& model) {
   };
   auto a = std::make_shared<Args>();
   gguf::SynthSpec& s = a->spec;
-  cmd->add_option("--preset", a->preset, "qwen2.5-0.5b | qwen2.5-1.5b | llama-3.2-1b | "
-                                          "qwen3-0.6b (other flags override it)");
-  auto* arch = cmd->add_option("--arch", s.arch, "llama | qwen2 | qwen3");
+  std::string presets;
+  for (const std::string& p : gguf::synth_preset_names()) presets += (presets.empty() ? "" : " | ") + p;
+  cmd->add_option("--preset", a->preset, presets + " (other flags override it)");
+  auto* arch = cmd->add_option("--arch", s.arch, gguf::arch_names(" | "));
   auto* layers = cmd->add_option("--layers", s.layers, "transformer blocks");
   auto* hidden = cmd->add_option("--hidden", s.hidden, "embedding size");
   auto* heads = cmd->add_option("--heads", s.heads, "query heads");
@@ -99,8 +101,13 @@ void register_synth(CLI::App& model) {
   auto* vocab = cmd->add_option("--vocab", s.vocab, "vocabulary size (>= 258)");
   auto* ctx = cmd->add_option("--context", s.context, "context_length metadata (default 4096)");
   auto* theta = cmd->add_option("--rope-theta", s.rope_theta, "RoPE base (default per arch)");
-  auto* bias = cmd->add_flag("--qkv-bias", s.qkv_bias, "Q/K/V biases (qwen2)");
-  auto* qkn = cmd->add_flag("--qk-norm", s.qk_norm, "per-head Q/K RMSNorm (qwen3)");
+  // The architectures that require each feature (gguf/arch.h).
+  const std::string bias_archs = gguf::arch_names(
+      ", ", " or ", [](const gguf::ArchInfo& i) { return i.qkv_bias == gguf::Feature::required; });
+  const std::string qkn_archs = gguf::arch_names(
+      ", ", " or ", [](const gguf::ArchInfo& i) { return i.qk_norm == gguf::Feature::required; });
+  auto* bias = cmd->add_flag("--qkv-bias", s.qkv_bias, "Q/K/V biases (" + bias_archs + ")");
+  auto* qkn = cmd->add_flag("--qk-norm", s.qk_norm, "per-head Q/K RMSNorm (" + qkn_archs + ")");
   auto* tied = cmd->add_flag("--tied", s.tied, "no output.weight: the LM head is token_embd");
   auto* type = cmd->add_option("--type", a->type, "f32 | f16 | q8_0 | q4_0 | q4_k | q6_k (matrices)");
   auto* derive = cmd->add_option("--derive-from", a->derive_from,

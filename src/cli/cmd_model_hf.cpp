@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "gguf/arch.h"
 #include "gguf/types.h"
 #include "hf/checkpoint.h"
 #include "util/atomic_file.h"
@@ -19,7 +20,8 @@ void register_model_import_hf(CLI::App& model) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = model.add_subcommand(
-      "import-hf", "Convert a Hugging Face llama/qwen2/qwen3 checkpoint (config.json + *.safetensors) to GGUF");
+      "import-hf",
+      "Convert a Hugging Face " + gguf::arch_names("/") + " checkpoint (config.json + *.safetensors) to GGUF");
   c->add_option("dir", o->dir, "checkpoint directory")->required();
   c->add_option("--output,-o", o->output, "GGUF file to write")->required();
   c->add_option("--type", o->type, "matrices as f32 (default) | f16 | bf16; norms and biases stay f32");

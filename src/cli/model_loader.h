@@ -14,7 +14,7 @@ namespace ember::cli {
 struct ModelSource {
   std::string model;      // GGUF path
   std::string tokenizer;  // Hugging Face tokenizer.json; empty: the GGUF's tokenizer metadata
-  std::string arch;       // asserted architecture (llama|qwen2|qwen3); empty: any
+  std::string arch;       // asserted architecture (a name of gguf/arch.h's table); empty: any
 };
 
 enum class TokenizerNeed {

@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 
+#include "gguf/arch.h"
 #include "gguf/identity.h"
 #include "util/printable.h"
 
@@ -17,43 +18,41 @@ ModelSummary summarize(const GgufFile& f) {
   s.alignment = f.alignment();
   s.architecture = f.get_string_or("general.architecture", "");
   s.name = f.get_string_or("general.name", "");
-  const std::string a = s.architecture + ".";
-  s.layers = f.get_int_or(a + "block_count", 0);
-  s.hidden = f.get_int_or(a + "embedding_length", 0);
-  s.heads = f.get_int_or(a + "attention.head_count", 0);
-  s.kv_heads = f.get_int_or(a + "attention.head_count_kv", s.heads);
-  s.head_dim = f.get_int_or(a + "attention.key_length", s.heads ? s.hidden / s.heads : 0);
-  s.ffn = f.get_int_or(a + "feed_forward_length", 0);
-  s.context = f.get_int_or(a + "context_length", 0);
-  if (const TensorInfo* e = f.find_tensor("token_embd.weight"); e && e->shape.size() == 2) {
+  // An architecture of the table gets the engine's defaults for absent keys (gguf/arch.h);
+  // another is reported leniently: absent keys read as 0, theta as 10000 (llama.cpp's
+  // default for any architecture), the layout as "unknown".
+  const ArchInfo* info = find_arch(s.architecture);
+  auto key = [&](Key k) { return gguf::key(s.architecture, k); };
+  s.layers = f.get_int_or(key(Key::block_count), 0);
+  s.hidden = f.get_int_or(key(Key::embedding_length), 0);
+  s.heads = f.get_int_or(key(Key::head_count), 0);
+  s.kv_heads = f.get_int_or(key(Key::head_count_kv), s.heads);
+  s.head_dim = f.get_int_or(key(Key::key_length), s.heads ? s.hidden / s.heads : 0);
+  s.ffn = f.get_int_or(key(Key::feed_forward_length), 0);
+  s.context = f.get_int_or(key(Key::context_length), info ? info->context : 0);
+  if (const TensorInfo* e = f.find_tensor(tensor_name(Tensor::token_embd)); e && e->shape.size() == 2) {
     s.vocab = int64_t(e->shape[1]);
   } else {
-    s.vocab = f.get_int_or(a + "vocab_size", 0);
+    s.vocab = f.get_int_or(key(Key::vocab_size), 0);
   }
-  s.rope_theta = f.get_float_or(a + "rope.freq_base", 10000.0);
-  s.rope_dimensions = f.get_int_or(a + "rope.dimension_count", s.head_dim);
-  if (s.architecture == "llama") {
-    s.rope_layout = "normal";
-  } else if (s.architecture == "qwen2" || s.architecture == "qwen3") {
-    s.rope_layout = "neox";
-  } else {
-    s.rope_layout = "unknown";
-  }
-  if (f.has(a + "rope.scaling.type")) {
-    s.rope_scaling = f.get_string(a + "rope.scaling.type");
-    s.rope_scaling_factor = f.get_float_or(a + "rope.scaling.factor", 1.0);
+  s.rope_theta = f.get_float_or(key(Key::rope_freq_base), info ? info->rope_theta : 10000.0);
+  s.rope_dimensions = f.get_int_or(key(Key::rope_dimension_count), s.head_dim);
+  s.rope_layout = info ? rope_layout_name(info->rope_layout) : "unknown";
+  if (f.has(key(Key::rope_scaling_type))) {
+    s.rope_scaling = f.get_string(key(Key::rope_scaling_type));
+    s.rope_scaling_factor = f.get_float_or(key(Key::rope_scaling_factor), 1.0);
   } else if (f.has("ember.rope.scaling.type")) {
     s.rope_scaling = f.get_string("ember.rope.scaling.type");
     s.rope_scaling_factor = f.get_float_or("ember.rope.scaling.factor", 1.0);
-  } else if (f.find_tensor("rope_freqs.weight")) {
+  } else if (f.find_tensor(tensor_name(Tensor::rope_freqs))) {
     s.rope_scaling = "rope_freqs";
   } else {
     s.rope_scaling = "none";
   }
-  s.rms_eps = f.get_float_or(a + "attention.layer_norm_rms_epsilon", 0.0);
-  s.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
-  s.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
-  s.tied_output = f.find_tensor("output.weight") == nullptr;
+  s.rms_eps = f.get_float_or(key(Key::rms_eps), info ? info->rms_eps : 0.0);
+  s.qkv_bias = f.find_tensor(tensor_name(Tensor::attn_q, 0, "bias")) != nullptr;
+  s.qk_norm = f.find_tensor(tensor_name(Tensor::attn_q_norm, 0)) != nullptr;
+  s.tied_output = f.find_tensor(tensor_name(Tensor::output)) == nullptr;
   s.tokenizer_model = f.get_string_or("tokenizer.ggml.model", "");
   s.tokenizer_pre = f.get_string_or("tokenizer.ggml.pre", "");
   if (const Value* t = f.find("tokenizer.ggml.tokens"); t && t->type == ValueType::ARRAY)

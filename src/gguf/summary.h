@@ -1,8 +1,10 @@
 #pragma once
 // What `ember model inspect` reports about a GGUF model: architecture, geometry, RoPE,
-// tokenizer, tensor table and identity, read directly from metadata and leniently (a missing
-// key reads as 0 / "" so that inspect works on files the engine cannot run). The engine's
-// strict reader is model::ModelConfig::from_gguf.
+// tokenizer, tensor table and identity, read directly from metadata and leniently, so that
+// inspect works on files the engine cannot run. An optional key the file leaves out reads as
+// the engine's default for its architecture (gguf/arch.h: RoPE theta, RMS epsilon, context
+// length), so the two report the same values; for an architecture outside the table a
+// missing key reads as 0 / "". The engine's strict reader is model::ModelConfig::from_gguf.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,7 +23,7 @@ struct ModelSummary {
   int64_t context = 0;
   double rope_theta = 0;
   int64_t rope_dimensions = 0;
-  std::string rope_layout;   // normal (adjacent pairs, llama) | neox (i, i+d/2: qwen2, qwen3)
+  std::string rope_layout;   // normal | neox (gguf/arch.h) | unknown (not in the table)
   std::string rope_scaling;  // none | linear | yarn | llama3 | rope_freqs
   double rope_scaling_factor = 1;
   double rms_eps = 0;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 
+#include "gguf/arch.h"
 #include "gguf/convert.h"
 #include "gguf/random.h"
 #include "gguf/synth_vocab.h"
@@ -72,30 +73,41 @@ std::vector<Planned> plan_tensors(const SynthSpec& s) {
   const double emb_std = 2.0 / std::sqrt(double(h));
   std::vector<Planned> p;
   // Shapes in GGML order: shape[0] is the row length (the input dimension of a projection).
-  p.push_back({"token_embd.weight", {h, vocab}, Init::normal, emb_std});
-  if (s.rope_llama3) p.push_back({"rope_freqs.weight", {hd / 2}, Init::rope_freqs});
+  auto name = [](Tensor t, int64_t layer = -1, const char* suffix = "weight") {
+    return tensor_name(t, int(layer), suffix);
+  };
+  p.push_back({name(Tensor::token_embd), {h, vocab}, Init::normal, emb_std});
+  if (s.rope_llama3) p.push_back({name(Tensor::rope_freqs), {hd / 2}, Init::rope_freqs});
   for (int64_t i = 0; i < s.layers; ++i) {
-    const std::string b = "blk." + std::to_string(i) + ".";
-    p.push_back({b + "attn_norm.weight", {h}, Init::norm});
-    p.push_back({b + "attn_q.weight", {h, q_dim}, Init::normal, proj(h)});
-    if (s.qkv_bias) p.push_back({b + "attn_q.bias", {q_dim}, Init::bias});
-    p.push_back({b + "attn_k.weight", {h, kv_dim}, Init::normal, proj(h)});
-    if (s.qkv_bias) p.push_back({b + "attn_k.bias", {kv_dim}, Init::bias});
-    p.push_back({b + "attn_v.weight", {h, kv_dim}, Init::normal, proj(h)});
-    if (s.qkv_bias) p.push_back({b + "attn_v.bias", {kv_dim}, Init::bias});
+    p.push_back({name(Tensor::attn_norm, i), {h}, Init::norm});
+    p.push_back({name(Tensor::attn_q, i), {h, q_dim}, Init::normal, proj(h)});
+    if (s.qkv_bias) p.push_back({name(Tensor::attn_q, i, "bias"), {q_dim}, Init::bias});
+    p.push_back({name(Tensor::attn_k, i), {h, kv_dim}, Init::normal, proj(h)});
+    if (s.qkv_bias) p.push_back({name(Tensor::attn_k, i, "bias"), {kv_dim}, Init::bias});
+    p.push_back({name(Tensor::attn_v, i), {h, kv_dim}, Init::normal, proj(h)});
+    if (s.qkv_bias) p.push_back({name(Tensor::attn_v, i, "bias"), {kv_dim}, Init::bias});
     if (s.qk_norm) {
-      p.push_back({b + "attn_q_norm.weight", {hd}, Init::norm});
-      p.push_back({b + "attn_k_norm.weight", {hd}, Init::norm});
+      p.push_back({name(Tensor::attn_q_norm, i), {hd}, Init::norm});
+      p.push_back({name(Tensor::attn_k_norm, i), {hd}, Init::norm});
     }
-    p.push_back({b + "attn_output.weight", {q_dim, h}, Init::normal, proj(q_dim)});
-    p.push_back({b + "ffn_norm.weight", {h}, Init::norm});
-    if (s.ffn_activation != "gelu") p.push_back({b + "ffn_gate.weight", {h, ffn}, Init::normal, proj(h)});
-    p.push_back({b + "ffn_up.weight", {h, ffn}, Init::normal, proj(h)});
-    p.push_back({b + "ffn_down.weight", {ffn, h}, Init::normal, proj(ffn)});
+    p.push_back({name(Tensor::attn_output, i), {q_dim, h}, Init::normal, proj(q_dim)});
+    p.push_back({name(Tensor::ffn_norm, i), {h}, Init::norm});
+    if (s.ffn_activation != "gelu") p.push_back({name(Tensor::ffn_gate, i), {h, ffn}, Init::normal, proj(h)});
+    p.push_back({name(Tensor::ffn_up, i), {h, ffn}, Init::normal, proj(h)});
+    p.push_back({name(Tensor::ffn_down, i), {ffn, h}, Init::normal, proj(ffn)});
   }
-  p.push_back({"output_norm.weight", {h}, Init::norm});
-  if (!s.tied) p.push_back({"output.weight", {h, vocab}, Init::normal, emb_std});
+  p.push_back({name(Tensor::output_norm), {h}, Init::norm});
+  if (!s.tied) p.push_back({name(Tensor::output), {h, vocab}, Init::normal, emb_std});
   return p;
+}
+
+// A feature flag against the architecture's row: set when required, unset when forbidden.
+void require_feature(const ArchInfo& info, Feature feature, bool set, const char* flag, const char* why,
+                     bool (*allowed)(const ArchInfo&)) {
+  if (feature == Feature::required && !set)
+    fail_field(kWhere, flag, std::string("set for arch ") + info.name + " (" + why + ")", "not set");
+  if (feature == Feature::forbidden && set)
+    fail_field(kWhere, flag, "only with arch " + arch_names(", ", " or ", allowed), std::string("arch ") + info.name);
 }
 
 void require_positive(int64_t v, const char* flag, int64_t max) {
@@ -142,9 +154,7 @@ SynthSpec synth_preset(const std::string& name) {
 }
 
 SynthSpec resolve_synth_spec(SynthSpec s) {
-  const bool llama = s.arch == "llama", qwen2 = s.arch == "qwen2", qwen3 = s.arch == "qwen3";
-  if (!llama && !qwen2 && !qwen3)
-    fail_field(kWhere, "--arch", "llama, qwen2 or qwen3", "'" + s.arch + "'");
+  const ArchInfo& info = require_arch(s.arch, kWhere, "--arch");
   require_positive(s.layers, "--layers", 1024);
   require_positive(s.hidden, "--hidden", 65536);
   require_positive(s.heads, "--heads", 1024);
@@ -169,18 +179,14 @@ SynthSpec resolve_synth_spec(SynthSpec s) {
   if (s.head_dim % 2 != 0)
     fail_field(kWhere, "--head-dim", "an even number (RoPE rotates pairs)",
                std::to_string(s.head_dim));
-  if (qwen2 && !s.qkv_bias)
-    fail_field(kWhere, "--qkv-bias", "set for arch qwen2 (its Q/K/V projections have biases)",
-               "not set");
-  if (!qwen2 && s.qkv_bias && !llama)
-    fail_field(kWhere, "--qkv-bias", "only with arch llama or qwen2", "arch " + s.arch);
-  if (qwen3 && !s.qk_norm)
-    fail_field(kWhere, "--qk-norm", "set for arch qwen3 (it normalises Q and K per head)",
-               "not set");
-  if (!qwen3 && s.qk_norm)
-    fail_field(kWhere, "--qk-norm", "only with arch qwen3", "arch " + s.arch);
-  if (s.rope_llama3 && !llama)
-    fail_field(kWhere, "rope scaling llama3", "only with arch llama", "arch " + s.arch);
+  require_feature(info, info.qkv_bias, s.qkv_bias, "--qkv-bias", "its Q/K/V projections have biases",
+                  [](const ArchInfo& a) { return a.qkv_bias != Feature::forbidden; });
+  require_feature(info, info.qk_norm, s.qk_norm, "--qk-norm", "it normalises Q and K per head",
+                  [](const ArchInfo& a) { return a.qk_norm != Feature::forbidden; });
+  if (s.rope_llama3 && !info.rope_freqs)
+    fail_field(kWhere, "rope scaling llama3",
+               "only with arch " + arch_names(", ", " or ", [](const ArchInfo& a) { return a.rope_freqs; }),
+               "arch " + s.arch);
   if (s.rope_llama3 && (s.rope_original_context < 1 || s.rope_factor <= 0 ||
                         s.rope_high_freq <= s.rope_low_freq))
     fail_field(kWhere, "rope scaling llama3",
@@ -190,15 +196,17 @@ SynthSpec resolve_synth_spec(SynthSpec s) {
     fail_field(kWhere, "--activation", "swiglu or gelu", "'" + s.ffn_activation + "'");
   if (s.norm != "rmsnorm" && s.norm != "layernorm")
     fail_field(kWhere, "--norm", "rmsnorm or layernorm", "'" + s.norm + "'");
-  if ((s.ffn_activation != "swiglu" || s.norm != "rmsnorm") && !llama)
-    fail_field(kWhere, "--activation/--norm", "the defaults for arch " + s.arch + " (toy models are llama)",
+  if ((s.ffn_activation != "swiglu" || s.norm != "rmsnorm") && !info.toy_models)
+    fail_field(kWhere, "--activation/--norm",
+               "the defaults for arch " + s.arch + " (toy models are " +
+                   arch_names(", ", " or ", [](const ArchInfo& a) { return a.toy_models; }) + ")",
                s.ffn_activation + "/" + s.norm);
   if (s.context == 0) s.context = 4096;
   require_positive(s.context, "--context", int64_t(1) << 24);
-  if (s.rope_theta == 0) s.rope_theta = llama ? 10000.0 : 1e6;
+  if (s.rope_theta == 0) s.rope_theta = info.rope_theta;
   if (!(s.rope_theta > 1.0) || !std::isfinite(s.rope_theta))
     fail_field(kWhere, "--rope-theta", "a finite number > 1", std::to_string(s.rope_theta));
-  if (s.rms_eps == 0) s.rms_eps = llama ? 1e-5 : 1e-6;
+  if (s.rms_eps == 0) s.rms_eps = info.synth_rms_eps;
   if (!is_model_target_type(s.type))
     fail_field(kWhere, "--type", "f32, f16, q8_0, q4_0, q4_k or q6_k",
                type_name(uint32_t(s.type)));
@@ -208,28 +216,9 @@ SynthSpec resolve_synth_spec(SynthSpec s) {
 
 GgufWriter synth_model(const SynthSpec& spec_in, std::vector<SynthTensorNote>* fallbacks) {
   const SynthSpec s = resolve_synth_spec(spec_in);
-  const std::string a = s.arch;
   GgufWriter w;
-  // Metadata, in the order llama.cpp's converter writes it.
-  w.set_string("general.architecture", a);
-  w.set_string("general.type", "model");
-  w.set_string("general.name", s.name);
-  w.set_u32(a + ".block_count", uint32_t(s.layers));
-  w.set_u32(a + ".context_length", uint32_t(s.context));
-  w.set_u32(a + ".embedding_length", uint32_t(s.hidden));
-  w.set_u32(a + ".feed_forward_length", uint32_t(s.ffn));
-  w.set_u32(a + ".attention.head_count", uint32_t(s.heads));
-  w.set_u32(a + ".attention.head_count_kv", uint32_t(s.kv_heads));
-  w.set_f32(a + ".rope.freq_base", float(s.rope_theta));
-  w.set_f32(a + ".attention.layer_norm_rms_epsilon", float(s.rms_eps));
-  if (s.arch == "qwen3" || s.head_dim * s.heads != s.hidden) {
-    w.set_u32(a + ".attention.key_length", uint32_t(s.head_dim));
-    w.set_u32(a + ".attention.value_length", uint32_t(s.head_dim));
-  }
-  if (s.arch == "llama") {
-    w.set_u32(a + ".vocab_size", uint32_t(s.vocab));
-    w.set_u32(a + ".rope.dimension_count", uint32_t(s.head_dim));
-  }
+  write_arch_metadata(w, {s.arch, s.name, s.layers, s.context, s.hidden, s.ffn, s.heads, s.kv_heads, s.head_dim,
+                          s.vocab, s.rope_theta, s.rms_eps});
   if (s.rope_llama3) {
     // llama.cpp reads the factors from rope_freqs.weight and would misread standard
     // rope.scaling.* keys (it has no "llama3" type), so the parameters live under ember.*.

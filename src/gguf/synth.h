@@ -13,14 +13,14 @@
 namespace ember::gguf {
 
 struct SynthSpec {
-  std::string arch = "llama";  // llama | qwen2 | qwen3
+  std::string arch = "llama";  // a name of the architecture table (gguf/arch.h)
   std::string name;            // general.name; "" -> "ember-synth-<arch>-s<seed>"
   int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0;
   int64_t head_dim = 0;        // 0 -> hidden / heads
   int64_t ffn = 0, vocab = 0;
   int64_t context = 0;         // <arch>.context_length; 0 -> 4096
-  double rope_theta = 0;       // 0 -> 10000 (llama), 1e6 (qwen2, qwen3)
-  double rms_eps = 0;          // 0 -> 1e-5 (llama), 1e-6 (qwen2, qwen3)
+  double rope_theta = 0;       // 0 -> the architecture's (ArchInfo::rope_theta)
+  double rms_eps = 0;          // 0 -> the architecture's (ArchInfo::synth_rms_eps)
   bool qkv_bias = false, qk_norm = false, tied = false;
   // llama3 RoPE frequency scaling (Llama 3.1/3.2): written as the rope_freqs.weight tensor,
   // as llama.cpp's converter does, plus ember.rope.scaling.* keys recording the parameters.

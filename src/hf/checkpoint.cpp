@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gguf/arch.h"
 #include "gguf/convert.h"
 #include "tokenizer/spec.h"
 #include "util/atomic_file.h"
@@ -25,9 +26,9 @@ using gguf::TensorType;
 
 namespace {
 
-const char* hf_class(const std::string& arch) {
-  return arch == "llama" ? "LlamaForCausalLM" : arch == "qwen2" ? "Qwen2ForCausalLM" : "Qwen3ForCausalLM";
-}
+using gguf::Tensor;
+using gguf::hf_tensor_name;
+using gguf::tensor_name;
 
 // A checkpoint tensor: where its bytes are, and the GGUF name and shape it becomes.
 struct Source {
@@ -62,31 +63,39 @@ uint64_t source_row(uint64_t r, uint64_t rows, int heads) {
 
 std::vector<Planned> plan(const HfConfig& c) {
   const uint64_t H = uint64_t(c.hidden), q = uint64_t(c.heads) * c.head_dim, kv = uint64_t(c.kv_heads) * c.head_dim;
-  const bool llama = c.arch == "llama";
+  const gguf::ArchInfo& info = gguf::arch_info(gguf::parse_arch(c.arch));
+  // HF stores Q/K for rotate-half pairs (i, i + d/2); an architecture whose GGUF pairs are
+  // adjacent gets its Q/K rows permuted, as llama.cpp's converter does for llama.
+  const bool permute = info.rope_layout == gguf::RopeLayout::normal;
+  // One tensor: HF name and shape -> GGUF name (layer -1: a global tensor).
+  auto t = [](Tensor tensor, int layer, std::vector<uint64_t> shape, int permute_heads = 0,
+              const char* suffix = "weight") {
+    return Planned{hf_tensor_name(tensor, layer, suffix), tensor_name(tensor, layer, suffix), std::move(shape),
+                   permute_heads};
+  };
   std::vector<Planned> p;
-  p.push_back({"model.embed_tokens.weight", "token_embd.weight", {uint64_t(c.vocab), H}, 0});
-  p.push_back({"model.norm.weight", "output_norm.weight", {H}, 0});
-  if (!c.tied) p.push_back({"lm_head.weight", "output.weight", {uint64_t(c.vocab), H}, 0});
+  p.push_back(t(Tensor::token_embd, -1, {uint64_t(c.vocab), H}));
+  p.push_back(t(Tensor::output_norm, -1, {H}));
+  if (!c.tied) p.push_back(t(Tensor::output, -1, {uint64_t(c.vocab), H}));
   for (int l = 0; l < c.layers; ++l) {
-    const std::string hp = "model.layers." + std::to_string(l) + ".", gp = "blk." + std::to_string(l) + ".";
-    p.push_back({hp + "input_layernorm.weight", gp + "attn_norm.weight", {H}, 0});
-    p.push_back({hp + "self_attn.q_proj.weight", gp + "attn_q.weight", {q, H}, llama ? c.heads : 0});
-    p.push_back({hp + "self_attn.k_proj.weight", gp + "attn_k.weight", {kv, H}, llama ? c.kv_heads : 0});
-    p.push_back({hp + "self_attn.v_proj.weight", gp + "attn_v.weight", {kv, H}, 0});
+    p.push_back(t(Tensor::attn_norm, l, {H}));
+    p.push_back(t(Tensor::attn_q, l, {q, H}, permute ? c.heads : 0));
+    p.push_back(t(Tensor::attn_k, l, {kv, H}, permute ? c.kv_heads : 0));
+    p.push_back(t(Tensor::attn_v, l, {kv, H}));
     if (c.qkv_bias) {
-      p.push_back({hp + "self_attn.q_proj.bias", gp + "attn_q.bias", {q}, llama ? c.heads : 0});
-      p.push_back({hp + "self_attn.k_proj.bias", gp + "attn_k.bias", {kv}, llama ? c.kv_heads : 0});
-      p.push_back({hp + "self_attn.v_proj.bias", gp + "attn_v.bias", {kv}, 0});
+      p.push_back(t(Tensor::attn_q, l, {q}, permute ? c.heads : 0, "bias"));
+      p.push_back(t(Tensor::attn_k, l, {kv}, permute ? c.kv_heads : 0, "bias"));
+      p.push_back(t(Tensor::attn_v, l, {kv}, 0, "bias"));
     }
-    if (c.arch == "qwen3") {
-      p.push_back({hp + "self_attn.q_norm.weight", gp + "attn_q_norm.weight", {uint64_t(c.head_dim)}, 0});
-      p.push_back({hp + "self_attn.k_norm.weight", gp + "attn_k_norm.weight", {uint64_t(c.head_dim)}, 0});
+    if (info.qk_norm == gguf::Feature::required) {
+      p.push_back(t(Tensor::attn_q_norm, l, {uint64_t(c.head_dim)}));
+      p.push_back(t(Tensor::attn_k_norm, l, {uint64_t(c.head_dim)}));
     }
-    p.push_back({hp + "self_attn.o_proj.weight", gp + "attn_output.weight", {H, q}, 0});
-    p.push_back({hp + "post_attention_layernorm.weight", gp + "ffn_norm.weight", {H}, 0});
-    p.push_back({hp + "mlp.gate_proj.weight", gp + "ffn_gate.weight", {uint64_t(c.ffn), H}, 0});
-    p.push_back({hp + "mlp.up_proj.weight", gp + "ffn_up.weight", {uint64_t(c.ffn), H}, 0});
-    p.push_back({hp + "mlp.down_proj.weight", gp + "ffn_down.weight", {H, uint64_t(c.ffn)}, 0});
+    p.push_back(t(Tensor::attn_output, l, {H, q}));
+    p.push_back(t(Tensor::ffn_norm, l, {H}));
+    p.push_back(t(Tensor::ffn_gate, l, {uint64_t(c.ffn), H}));
+    p.push_back(t(Tensor::ffn_up, l, {uint64_t(c.ffn), H}));
+    p.push_back(t(Tensor::ffn_down, l, {H, uint64_t(c.ffn)}));
   }
   return p;
 }
@@ -105,12 +114,12 @@ HfConfig read_config(const std::string& path) {
   StrictObject o(j, "", path);  // HF configs carry many fields; only those read are checked
   HfConfig c;
   c.arch = o.string("model_type", 64);
-  if (c.arch != "llama" && c.arch != "qwen2" && c.arch != "qwen3")
-    fail_field(path, "model_type", "llama|qwen2|qwen3", c.arch);
+  const gguf::ArchInfo* info = gguf::find_arch(c.arch);
+  if (!info) fail_field(path, "model_type", gguf::arch_names("|"), c.arch);
   if (o.has("architectures")) {
     const auto& a = o.array("architectures", 8);
-    if (a.size() != 1 || !a[0].is_string() || a[0].get<std::string>() != hf_class(c.arch))
-      fail_field(path, "architectures", std::string("[\"") + hf_class(c.arch) + "\"] (as model_type)", a.dump());
+    if (a.size() != 1 || !a[0].is_string() || a[0].get<std::string>() != info->hf_class)
+      fail_field(path, "architectures", std::string("[\"") + info->hf_class + "\"] (as model_type)", a.dump());
   }
   c.hidden = int(o.integer("hidden_size", 1, 1 << 16));
   c.layers = int(o.integer("num_hidden_layers", 1, 1024));
@@ -131,8 +140,9 @@ HfConfig read_config(const std::string& path) {
   c.rope_theta = o.has("rope_theta") ? o.number("rope_theta") : 10000.0;
   if (!(c.rope_theta > 1)) fail_field(path, "rope_theta", "a number > 1", std::to_string(c.rope_theta));
   c.tied = o.has("tie_word_embeddings") ? o.boolean("tie_word_embeddings") : false;
-  c.qkv_bias = c.arch == "qwen2" || (o.has("attention_bias") && o.boolean("attention_bias"));
-  if (c.arch == "qwen3" && c.qkv_bias) fail_field(path, "attention_bias", "false (qwen3)", "true");
+  c.qkv_bias = info->qkv_bias == gguf::Feature::required || (o.has("attention_bias") && o.boolean("attention_bias"));
+  if (info->qkv_bias == gguf::Feature::forbidden && c.qkv_bias)
+    fail_field(path, "attention_bias", "false (" + c.arch + ")", "true");
   if (o.has("mlp_bias") && o.boolean("mlp_bias")) fail_field(path, "mlp_bias", "false", "true");
   if (o.has("hidden_act") && o.string("hidden_act", 64) != "silu")
     fail_field(path, "hidden_act", "\"silu\"", j["hidden_act"].dump());
@@ -192,26 +202,9 @@ ImportSummary import_checkpoint(const std::string& dir, const std::string& out_p
   }
 
   gguf::GgufWriter w;
-  const std::string a = c.arch;
-  w.set_string("general.architecture", a);
-  w.set_string("general.type", "model");
-  w.set_string("general.name", c.name.empty() ? fs::path(dir).filename().string() : c.name);
-  w.set_u32(a + ".block_count", uint32_t(c.layers));
-  w.set_u32(a + ".context_length", uint32_t(c.context));
-  w.set_u32(a + ".embedding_length", uint32_t(c.hidden));
-  w.set_u32(a + ".feed_forward_length", uint32_t(c.ffn));
-  w.set_u32(a + ".attention.head_count", uint32_t(c.heads));
-  w.set_u32(a + ".attention.head_count_kv", uint32_t(c.kv_heads));
-  w.set_f32(a + ".rope.freq_base", float(c.rope_theta));
-  w.set_f32(a + ".attention.layer_norm_rms_epsilon", float(c.rms_eps));
-  if (a == "qwen3" || c.head_dim * c.heads != c.hidden) {
-    w.set_u32(a + ".attention.key_length", uint32_t(c.head_dim));
-    w.set_u32(a + ".attention.value_length", uint32_t(c.head_dim));
-  }
-  if (a == "llama") {
-    w.set_u32(a + ".vocab_size", uint32_t(c.vocab));
-    w.set_u32(a + ".rope.dimension_count", uint32_t(c.head_dim));
-  }
+  gguf::write_arch_metadata(w, {c.arch, c.name.empty() ? fs::path(dir).filename().string() : c.name, c.layers,
+                                c.context, c.hidden, c.ffn, c.heads, c.kv_heads, c.head_dim, c.vocab, c.rope_theta,
+                                c.rms_eps});
   w.set_u32("general.file_type", gguf::llama_file_type(opt.type));
   if (opt.tokenizer) {
     const std::string tj = dir + "/tokenizer.json";

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "gguf/arch.h"
 #include "kv/seal.h"
 #include "kv/state.h"
 #include "kv/strict_json.h"
@@ -559,7 +560,8 @@ void SnapshotManifest::validate(const std::string& where) const {
     fail_field(where, "version", std::to_string(kSnapshotVersion), std::to_string(version));
   if (!is_printable_ascii(producer)) fail_field(where, "producer", "printable ASCII", quote(producer));
   require_hex64(where, "model.identity", model.identity);
-  require_one_of(where, "model.architecture", model.architecture, {"llama", "qwen2", "qwen3"});
+  if (!gguf::find_arch(model.architecture))  // the architecture table (gguf/arch.h)
+    fail_field(where, "model.architecture", "one of " + gguf::arch_names("|"), quote(model.architecture));
   require_range(where, "model.vocab_size", model.vocab_size, 1, kMaxVocab);
   require_range(where, "model.embedding_size", model.embedding_size, 1, 1 << 20);
   require_hex64(where, "tokenizer.identity", tokenizer.identity);

@@ -7,26 +7,6 @@
 
 namespace ember::model {
 
-const char* arch_name(Arch a) {
-  switch (a) {
-    case Arch::llama: return "llama";
-    case Arch::qwen2: return "qwen2";
-    case Arch::qwen3: return "qwen3";
-  }
-  return "?";
-}
-
-Arch parse_arch(const std::string& name) {
-  if (name == "llama") return Arch::llama;
-  if (name == "qwen2") return Arch::qwen2;
-  if (name == "qwen3") return Arch::qwen3;
-  fail_field("architecture", "name", "llama, qwen2 or qwen3", "'" + name + "'");
-}
-
-const char* rope_layout_name(RopeLayout l) {
-  return l == RopeLayout::normal ? "normal" : "neox";
-}
-
 namespace {
 
 // Reads a positive integer `key` that must fit an int.
@@ -57,9 +37,9 @@ void expect_shape(const gguf::GgufFile& f, const std::string& name, uint64_t col
   }
 }
 
-std::string blk(int layer, const char* what) {
-  return "blk." + std::to_string(layer) + "." + what;
-}
+using gguf::Key;
+using gguf::Tensor;
+using gguf::tensor_name;
 
 }  // namespace
 
@@ -69,26 +49,25 @@ const char* norm_kind_name(NormKind n) { return n == NormKind::layernorm ? "laye
 ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   ModelConfig c;
   const std::string arch = f.get_string("general.architecture");
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
-    fail_field(f.path(), "general.architecture", "llama, qwen2 or qwen3", "'" + arch + "'");
-  c.arch = parse_arch(arch);
-  const std::string p = arch + ".";
+  const gguf::ArchInfo& info = gguf::require_arch(arch, f.path(), "general.architecture");
+  c.arch = info.arch;
+  auto key = [&](Key k) { return gguf::key(arch, k); };
 
-  c.n_layers = positive_int(f, p + "block_count");
-  c.n_embd = positive_int(f, p + "embedding_length");
-  c.n_ff = positive_int(f, p + "feed_forward_length");
-  c.n_heads = positive_int(f, p + "attention.head_count");
-  c.n_kv_heads = positive_int_or(f, p + "attention.head_count_kv", c.n_heads);
-  c.n_ctx = positive_int_or(f, p + "context_length", 2048);
+  c.n_layers = positive_int(f, key(Key::block_count));
+  c.n_embd = positive_int(f, key(Key::embedding_length));
+  c.n_ff = positive_int(f, key(Key::feed_forward_length));
+  c.n_heads = positive_int(f, key(Key::head_count));
+  c.n_kv_heads = positive_int_or(f, key(Key::head_count_kv), c.n_heads);
+  c.n_ctx = positive_int_or(f, key(Key::context_length), int(info.context));
   if (c.n_heads % c.n_kv_heads != 0)
-    fail_field(f.path(), p + "attention.head_count_kv",
+    fail_field(f.path(), key(Key::head_count_kv),
                "a divisor of head_count " + std::to_string(c.n_heads),
                std::to_string(c.n_kv_heads));
-  if (f.has(p + "attention.key_length")) {
-    c.head_dim = positive_int(f, p + "attention.key_length");
+  if (f.has(key(Key::key_length))) {
+    c.head_dim = positive_int(f, key(Key::key_length));
   } else {
     if (c.n_embd % c.n_heads != 0)
-      fail_field(f.path(), p + "embedding_length",
+      fail_field(f.path(), key(Key::embedding_length),
                  "a multiple of head_count " + std::to_string(c.n_heads) +
                      " (or an explicit attention.key_length)",
                  std::to_string(c.n_embd));
@@ -97,20 +76,20 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   if (c.head_dim % 2 != 0)
     fail_field(f.path(), "head dim", "an even number (RoPE rotates pairs)",
                std::to_string(c.head_dim));
-  if (f.has(p + "attention.value_length") &&
-      positive_int(f, p + "attention.value_length") != c.head_dim)
-    fail_field(f.path(), p + "attention.value_length",
+  if (f.has(key(Key::value_length)) &&
+      positive_int(f, key(Key::value_length)) != c.head_dim)
+    fail_field(f.path(), key(Key::value_length),
                "equal to the key length " + std::to_string(c.head_dim),
-               std::to_string(f.get_int(p + "attention.value_length")));
-  if (f.has(p + "rope.dimension_count") &&
-      positive_int(f, p + "rope.dimension_count") != c.head_dim)
-    fail_field(f.path(), p + "rope.dimension_count",
+               std::to_string(f.get_int(key(Key::value_length))));
+  if (f.has(key(Key::rope_dimension_count)) &&
+      positive_int(f, key(Key::rope_dimension_count)) != c.head_dim)
+    fail_field(f.path(), key(Key::rope_dimension_count),
                "the head dim " + std::to_string(c.head_dim) + " (partial RoPE is unsupported)",
-               std::to_string(f.get_int(p + "rope.dimension_count")));
+               std::to_string(f.get_int(key(Key::rope_dimension_count))));
 
-  const double eps = f.get_float_or(p + "attention.layer_norm_rms_epsilon", 1e-5);
+  const double eps = f.get_float_or(key(Key::rms_eps), info.rms_eps);
   if (!(eps > 0 && eps < 1))
-    fail_field(f.path(), p + "attention.layer_norm_rms_epsilon", "in (0, 1)",
+    fail_field(f.path(), key(Key::rms_eps), "in (0, 1)",
                std::to_string(eps));
   c.rms_eps = float(eps);
 
@@ -120,45 +99,47 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
     fail_field(f.path(), "ember.toy.ffn_activation", "swiglu or gelu", "'" + act + "'");
   if (norm != "rmsnorm" && norm != "layernorm")
     fail_field(f.path(), "ember.toy.norm", "rmsnorm or layernorm", "'" + norm + "'");
-  if ((act != "swiglu" || norm != "rmsnorm") && c.arch != Arch::llama)
-    fail_field(f.path(), "ember.toy.*", "only in llama files (the study's toy models)", "arch " + arch);
+  if ((act != "swiglu" || norm != "rmsnorm") && !info.toy_models)
+    fail_field(f.path(), "ember.toy.*",
+               "only in " + gguf::arch_names(", ", " or ", [](const gguf::ArchInfo& a) { return a.toy_models; }) +
+                   " files (the study's toy models)",
+               "arch " + arch);
   c.ffn_activation = act == "gelu" ? FfnActivation::gelu : FfnActivation::swiglu;
   c.norm = norm == "layernorm" ? NormKind::layernorm : NormKind::rmsnorm;
 
-  c.rope_layout = c.arch == Arch::llama ? RopeLayout::normal : RopeLayout::neox;
-  const double theta_default = c.arch == Arch::llama ? 10000.0 : 1000000.0;
-  const double theta = f.get_float_or(p + "rope.freq_base", theta_default);
+  c.rope_layout = info.rope_layout;
+  const double theta = f.get_float_or(key(Key::rope_freq_base), info.rope_theta);
   if (!(theta > 1 && std::isfinite(theta)))
-    fail_field(f.path(), p + "rope.freq_base", "a finite number > 1", std::to_string(theta));
+    fail_field(f.path(), key(Key::rope_freq_base), "a finite number > 1", std::to_string(theta));
   c.rope_theta = float(theta);
 
   // RoPE scaling: GGUF `rope.scaling.type` (none | linear | llama3), or a `rope_freqs.weight`
   // tensor of per-pair frequency divisors (what llama.cpp's converter writes for Llama 3.x).
   RopeScaling& s = c.rope_scaling;
-  s.type = f.get_string_or(p + "rope.scaling.type", "none");
+  s.type = f.get_string_or(key(Key::rope_scaling_type), "none");
   if (s.type != "none" && s.type != "linear" && s.type != "llama3")
-    fail_field(f.path(), p + "rope.scaling.type", "none, linear or llama3",
+    fail_field(f.path(), key(Key::rope_scaling_type), "none, linear or llama3",
                "'" + s.type + "' (unsupported)");
   if (s.type != "none") {
-    const double factor = f.get_float_or(p + "rope.scaling.factor", 1.0);
+    const double factor = f.get_float_or(key(Key::rope_scaling_factor), 1.0);
     if (!(factor >= 1 && std::isfinite(factor)))
-      fail_field(f.path(), p + "rope.scaling.factor", "a finite number >= 1",
+      fail_field(f.path(), key(Key::rope_scaling_factor), "a finite number >= 1",
                  std::to_string(factor));
     s.factor = float(factor);
   }
   if (s.type == "llama3") {
-    s.original_context = positive_int(f, p + "rope.scaling.original_context_length");
-    s.low_freq_factor = float(f.get_float_or(p + "rope.scaling.low_freq_factor", 1.0));
-    s.high_freq_factor = float(f.get_float_or(p + "rope.scaling.high_freq_factor", 4.0));
+    s.original_context = positive_int(f, key(Key::rope_scaling_original_context));
+    s.low_freq_factor = float(f.get_float_or(key(Key::rope_scaling_low_freq), 1.0));
+    s.high_freq_factor = float(f.get_float_or(key(Key::rope_scaling_high_freq), 4.0));
     if (!(s.high_freq_factor > s.low_freq_factor && s.low_freq_factor > 0))
-      fail_field(f.path(), p + "rope.scaling.high_freq_factor",
+      fail_field(f.path(), key(Key::rope_scaling_high_freq),
                  "greater than low_freq_factor > 0", std::to_string(s.high_freq_factor));
   }
-  if (const gguf::TensorInfo* rf = f.find_tensor("rope_freqs.weight")) {
+  if (const gguf::TensorInfo* rf = f.find_tensor(tensor_name(Tensor::rope_freqs))) {
     if (rf->type != gguf::TensorType::F32)
       fail_field(f.path(), "tensor rope_freqs.weight type", "f32",
                  gguf::type_name(uint32_t(rf->type)));
-    expect_shape(f, "rope_freqs.weight", uint64_t(c.head_dim / 2), 0);
+    expect_shape(f, rf->name, uint64_t(c.head_dim / 2), 0);
     const float* d = reinterpret_cast<const float*>(rf->data);
     s.freq_factors.assign(d, d + c.head_dim / 2);
     for (float v : s.freq_factors)
@@ -169,51 +150,51 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   }
 
   // Features from the tensors present; shapes checked against the hyper-parameters.
-  const gguf::TensorInfo& embd = f.tensor("token_embd.weight");
+  const gguf::TensorInfo& embd = f.tensor(tensor_name(Tensor::token_embd));
   if (embd.shape.size() != 2 || embd.shape[0] != uint64_t(c.n_embd) || embd.shape[1] == 0 ||
       embd.shape[1] > (uint64_t(1) << 24))
     fail_field(f.path(), "tensor token_embd.weight shape",
                "[" + std::to_string(c.n_embd) + ", n_vocab]", "a different shape");
   c.n_vocab = int(embd.shape[1]);
-  if (f.has(p + "vocab_size") && f.get_int(p + "vocab_size") != c.n_vocab)
-    fail_field(f.path(), p + "vocab_size", std::to_string(c.n_vocab) + " (token_embd rows)",
-               std::to_string(f.get_int(p + "vocab_size")));
-  c.tied_output = f.find_tensor("output.weight") == nullptr;
-  if (!c.tied_output) expect_shape(f, "output.weight", uint64_t(c.n_embd), uint64_t(c.n_vocab));
-  expect_shape(f, "output_norm.weight", uint64_t(c.n_embd), 0);
+  if (f.has(key(Key::vocab_size)) && f.get_int(key(Key::vocab_size)) != c.n_vocab)
+    fail_field(f.path(), key(Key::vocab_size), std::to_string(c.n_vocab) + " (token_embd rows)",
+               std::to_string(f.get_int(key(Key::vocab_size))));
+  c.tied_output = f.find_tensor(tensor_name(Tensor::output)) == nullptr;
+  if (!c.tied_output) expect_shape(f, tensor_name(Tensor::output), uint64_t(c.n_embd), uint64_t(c.n_vocab));
+  expect_shape(f, tensor_name(Tensor::output_norm), uint64_t(c.n_embd), 0);
 
-  c.qkv_bias = f.find_tensor(blk(0, "attn_q.bias")) != nullptr;
-  c.qk_norm = f.find_tensor(blk(0, "attn_q_norm.weight")) != nullptr;
+  c.qkv_bias = f.find_tensor(tensor_name(Tensor::attn_q, 0, "bias")) != nullptr;
+  c.qk_norm = f.find_tensor(tensor_name(Tensor::attn_q_norm, 0)) != nullptr;
   const uint64_t q_dim = uint64_t(c.n_heads) * c.head_dim;
   const uint64_t kv_dim = uint64_t(c.n_kv_heads) * c.head_dim;
   for (int l = 0; l < c.n_layers; ++l) {
-    expect_shape(f, blk(l, "attn_norm.weight"), c.n_embd, 0);
-    expect_shape(f, blk(l, "attn_q.weight"), c.n_embd, q_dim);
-    expect_shape(f, blk(l, "attn_k.weight"), c.n_embd, kv_dim);
-    expect_shape(f, blk(l, "attn_v.weight"), c.n_embd, kv_dim);
-    expect_shape(f, blk(l, "attn_output.weight"), q_dim, c.n_embd);
-    expect_shape(f, blk(l, "ffn_norm.weight"), c.n_embd, 0);
+    expect_shape(f, tensor_name(Tensor::attn_norm, l), c.n_embd, 0);
+    expect_shape(f, tensor_name(Tensor::attn_q, l), c.n_embd, q_dim);
+    expect_shape(f, tensor_name(Tensor::attn_k, l), c.n_embd, kv_dim);
+    expect_shape(f, tensor_name(Tensor::attn_v, l), c.n_embd, kv_dim);
+    expect_shape(f, tensor_name(Tensor::attn_output, l), q_dim, c.n_embd);
+    expect_shape(f, tensor_name(Tensor::ffn_norm, l), c.n_embd, 0);
     if (c.ffn_activation == FfnActivation::swiglu)
-      expect_shape(f, blk(l, "ffn_gate.weight"), c.n_embd, c.n_ff);
-    else if (f.find_tensor(blk(l, "ffn_gate.weight")))
-      fail_field(f.path(), "tensor " + blk(l, "ffn_gate.weight"), "absent (a GELU MLP has no gate)", "present");
-    expect_shape(f, blk(l, "ffn_up.weight"), c.n_embd, c.n_ff);
-    expect_shape(f, blk(l, "ffn_down.weight"), c.n_ff, c.n_embd);
+      expect_shape(f, tensor_name(Tensor::ffn_gate, l), c.n_embd, c.n_ff);
+    else if (f.find_tensor(tensor_name(Tensor::ffn_gate, l)))
+      fail_field(f.path(), "tensor " + tensor_name(Tensor::ffn_gate, l), "absent (a GELU MLP has no gate)", "present");
+    expect_shape(f, tensor_name(Tensor::ffn_up, l), c.n_embd, c.n_ff);
+    expect_shape(f, tensor_name(Tensor::ffn_down, l), c.n_ff, c.n_embd);
     if (c.qkv_bias) {
-      expect_shape(f, blk(l, "attn_q.bias"), q_dim, 0);
-      expect_shape(f, blk(l, "attn_k.bias"), kv_dim, 0);
-      expect_shape(f, blk(l, "attn_v.bias"), kv_dim, 0);
-    } else if (f.find_tensor(blk(l, "attn_q.bias"))) {
-      fail_field(f.path(), "tensor " + blk(l, "attn_q.bias"), "absent (layer 0 has no bias)",
+      expect_shape(f, tensor_name(Tensor::attn_q, l, "bias"), q_dim, 0);
+      expect_shape(f, tensor_name(Tensor::attn_k, l, "bias"), kv_dim, 0);
+      expect_shape(f, tensor_name(Tensor::attn_v, l, "bias"), kv_dim, 0);
+    } else if (f.find_tensor(tensor_name(Tensor::attn_q, l, "bias"))) {
+      fail_field(f.path(), "tensor " + tensor_name(Tensor::attn_q, l, "bias"), "absent (layer 0 has no bias)",
                  "present");
     }
     if (c.qk_norm) {
-      expect_shape(f, blk(l, "attn_q_norm.weight"), c.head_dim, 0);
-      expect_shape(f, blk(l, "attn_k_norm.weight"), c.head_dim, 0);
+      expect_shape(f, tensor_name(Tensor::attn_q_norm, l), c.head_dim, 0);
+      expect_shape(f, tensor_name(Tensor::attn_k_norm, l), c.head_dim, 0);
     }
   }
-  if (c.arch == Arch::qwen3 && !c.qk_norm)
-    fail_field(f.path(), "tensor " + blk(0, "attn_q_norm.weight"), "present (qwen3)", "absent");
+  if (info.qk_norm == gguf::Feature::required && !c.qk_norm)
+    fail_field(f.path(), "tensor " + tensor_name(Tensor::attn_q_norm, 0), "present (" + arch + ")", "absent");
   return c;
 }
 

@@ -4,18 +4,18 @@
 #include <string>
 #include <vector>
 
+#include "gguf/arch.h"
 #include "gguf/gguf_file.h"
 
 namespace ember::model {
 
-enum class Arch { llama, qwen2, qwen3 };
-const char* arch_name(Arch a);
-Arch parse_arch(const std::string& name);  // Error naming the value if unsupported
-
-// How RoPE pairs dimensions. normal: (2i, 2i+1) adjacent pairs, as GGUF `llama` files store
-// Q/K (GGML rope mode 0). neox: (i, i + d/2), as `qwen2`/`qwen3` (GGML mode 2, HF rotate-half).
-enum class RopeLayout { normal, neox };
-const char* rope_layout_name(RopeLayout l);
+// The architectures and their RoPE layouts are the table's (gguf/arch.h), under the names the
+// engine has always used: model::Arch::qwen2, model::arch_name(), model::RopeLayout::neox.
+using gguf::Arch;
+using gguf::arch_name;
+using gguf::parse_arch;
+using gguf::RopeLayout;
+using gguf::rope_layout_name;
 
 struct RopeScaling {
   std::string type = "none";     // none | linear | llama3
@@ -48,7 +48,7 @@ struct ModelConfig {
   int n_ff = 0;        // MLP inner size
   int n_vocab = 0;
   int n_ctx = 0;       // trained context length from metadata
-  float rope_theta = 10000.0f;
+  float rope_theta = 10000.0f;  // from_gguf: the file's, else gguf::ArchInfo::rope_theta
   RopeLayout rope_layout = RopeLayout::normal;
   RopeScaling rope_scaling;
   float rms_eps = 1e-5f;
@@ -59,7 +59,8 @@ struct ModelConfig {
   NormKind norm = NormKind::rmsnorm;  // attention, MLP and output norms (Q/K norm stays RMS)
 
   // Reads `<arch>.*` keys and the tensor table; Error naming the file and the key/tensor on
-  // anything missing or inconsistent.
+  // anything missing or inconsistent. An absent optional key takes the table's default
+  // (gguf::ArchInfo: rope_theta, rms_eps, context), the same value `model inspect` reports.
   static ModelConfig from_gguf(const gguf::GgufFile& file);
 };
 
