@@ -48,81 +48,10 @@ inline float tree16(__m512 acc) {
   return tree8(_mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)));
 }
 
-// ---- The tile driver: rows in blocks of K::kR, tokens in blocks of K::kT (remainders by
-// smaller tiles). Rows outermost, so a block of weight rows stays in L1 across all tokens.
-template <class K, int R, int T>
-void tile_call(const WeightMatrix& W, const Activations& a, int64_t rb, int64_t i, int64_t t0,
-               float* y) {
-  const uint8_t* rows[R];
-  #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) rows[r] = W.data + (i + r) * rb;
-  float out[R * T];
-  K::template tile<R, T>(rows, a, t0, out);
-  #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-    #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[(t0 + t) * W.rows + i + r] = out[r * T + t];
-}
-
-// A tile of R rows x `rem` tokens, rem < T (the remainder of a token chunk).
-template <class K, int R, int T>
-void tail_call(const WeightMatrix& W, const Activations& a, int64_t rb, int64_t i, int64_t t0,
-               int64_t rem, float* y) {
-  if constexpr (T > 1) {
-    if (rem == T - 1) tile_call<K, R, T - 1>(W, a, rb, i, t0, y);
-    else tail_call<K, R, T - 1>(W, a, rb, i, t0, rem, y);
-  }
-}
-
-// Rows [i, i + R) x tokens [t0, t1).
-template <class K, int R>
-void row_block(const WeightMatrix& W, const Activations& a, int64_t rb, int64_t i, int64_t t0,
-               int64_t t1, float* y) {
-  int64_t t = t0;
-  for (; t + K::kT <= t1; t += K::kT) tile_call<K, R, K::kT>(W, a, rb, i, t, y);
-  if (t < t1) tail_call<K, R, K::kT>(W, a, rb, i, t, t1 - t, y);
-}
-
-// Tokens per chunk: the chunk's activations (about K::kActBytes per element of k) stay in
-// L2 while every row block of the thread's range passes over them; the weights are streamed
-// once per chunk instead (the activations of 512 tokens of a 4864-wide row exceed L2).
-template <class K>
-int64_t token_chunk(int64_t k) {
-  constexpr int64_t kL2Budget = 384 << 10;
-  const int64_t c = kL2Budget / (k * K::kActBytes) / K::kT * K::kT;
-  return c < K::kT ? K::kT : c;
-}
-
-template <class K>
-void run_tiles(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
-  const int64_t rb = weight_row_bytes(K::kType, W.cols);
-  // Decode (one token): two row streams, [r0, mid) and [mid, r1), one row of each per step.
-  // Each stream walks memory strictly in order, which the hardware prefetcher follows (a tile
-  // of adjacent rows, i.e. several short interleaved streams, measured at less than half the
-  // bandwidth), and the two rows' accumulator chains overlap in the core (one row alone is
-  // bound by its FMA chain: +15 % for a decode step, 1 thread, Zen 4). The tiles also prefetch
-  // each stream ahead in software (prefetch.h): the hardware prefetcher alone fell behind.
-  if (a.n == 1) {
-    const int64_t half = (r1 - r0) / 2;
-    for (int64_t j = 0; j < half; ++j) {
-      const uint8_t* rows[2] = {W.data + (r0 + j) * rb, W.data + (r0 + half + j) * rb};
-      float out[2];
-      K::template tile<2, 1>(rows, a, 0, out);
-      y[r0 + j] = out[0];
-      y[r0 + half + j] = out[1];
-    }
-    if ((r1 - r0) % 2) row_block<K, 1>(W, a, rb, r1 - 1, 0, 1, y);
-    return;
-  }
-  // Prefill: token chunks outermost, then row blocks, then the chunk's token tiles.
-  const int64_t chunk = token_chunk<K>(a.k);
-  for (int64_t t0 = 0; t0 < a.n; t0 += chunk) {
-    const int64_t t1 = a.n < t0 + chunk ? a.n : t0 + chunk;
-    int64_t i = r0;
-    for (; i + K::kR <= r1; i += K::kR) row_block<K, K::kR>(W, a, rb, i, t0, t1, y);
-    for (; i < r1; ++i) row_block<K, 1>(W, a, rb, i, t0, t1, y);
-  }
-}
+// ---- The tile driver (ops/tile_driver.h, included here so that this file has its own copy;
+// the L2 budget per token chunk is this path's tuned value, AVX2's is 256 KiB).
+constexpr int64_t kTileL2Budget = 384 << 10;
+#include "ops/tile_driver.h"
 
 // ---- F32 / F16 / BF16: 16 lanes, element j in lane j % 16, fma in increasing j ------------
 template <TensorType TY>
