@@ -8,6 +8,7 @@
 #include "ops/dot.h"
 #include "ops/norm.h"
 #include "ops/vec.h"
+#include "util/error.h"
 
 namespace ember::model {
 
@@ -68,6 +69,8 @@ void Engine::Impl::project(int layer, const float* x, int n, int pos0, KvCache& 
       if (with_q)
         for (int h = 0; h < H; ++h) rope.rotate(c, s, qt + size_t(h) * D, false);
       for (int g = 0; g < G; ++g) rope.rotate(c, s, kt + size_t(g) * D, false);
+      // The engine reserved room before this call (Engine::forward / run_layers grow the cache).
+      EMBER_DCHECK(pos0 + t < cache.capacity);
       for (int g = 0; g < G; ++g) {
         ops::f32_to_f16_row(kt + size_t(g) * D, cache.k_row(layer, g, pos0 + t), D);
         ops::f32_to_f16_row(vt + size_t(g) * D, cache.v_row(layer, g, pos0 + t), D);
@@ -131,6 +134,8 @@ void Engine::Impl::attend(int layer, int n, int pos0, const KvCache& cache) {
       const int nq = (h1 - h0) * (t1 - t0);  // queries of this task, index (h - h0) * nt + t - t0
       const int nt = t1 - t0;
       const int P = pos0 + t1;                // keys visible to the task's last query
+      // A non-empty task, and every key row it reads lies in the cache's reserved room.
+      EMBER_DCHECK(h0 < h1 && t0 < t1 && P <= cache.capacity);
       if (scores.size() < size_t(nq) * P) scores.resize(size_t(nq) * P);
       if (qf.size() < size_t(nq) * D) qf.resize(size_t(nq) * D);
       if (kvf.size() < size_t(kKeyBlock) * D) kvf.resize(size_t(kKeyBlock) * D);

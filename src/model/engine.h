@@ -19,6 +19,8 @@
 namespace ember::model {
 
 // Weights and configuration of one GGUF model; immutable and shared by engines and caches.
+// Thread-safe: after load() nothing in it changes, so any number of engines, on any threads,
+// may share one Model (through the shared_ptr; the mapping lives as long as the last owner).
 class Model {
  public:
   // Opens, checks (ModelConfig::from_gguf) and binds the weights of a GGUF file. Error
@@ -61,6 +63,12 @@ struct EngineOptions {
 // The most positions any cache holds (2^24), whatever the model says.
 inline constexpr int kMaxCachePositions = 1 << 24;
 
+// One caller at a time: an Engine owns the scratch buffers of a forward pass (Impl: q, k, v,
+// attention, MLP rows) and a thread pool that every call uses whole, so two threads in
+// forward(), run_layers(), project_kv() or lm_head() of one Engine race (the const members
+// only read). Concurrent callers each get their own Engine over one shared Model (the
+// weights are not copied); a KvCache, likewise, belongs to one call at a time. Which engine
+// or how many threads runs a call never changes a bit (canonical-v1).
 class Engine {
  public:
   Engine(std::shared_ptr<const Model> model, EngineOptions options);

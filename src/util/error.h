@@ -29,4 +29,18 @@ class Error : public std::runtime_error {
   } while (0)
 [[noreturn]] void check_failed(const char* cond, const char* file, int line);
 
+// The same check for hot loops (per task, per row), where an always-on branch would cost
+// measurable time: compiled out under NDEBUG (Release and RelWithDebInfo; the condition is
+// not evaluated), unless EMBER_DCHECK_ON is defined, as the sanitizer build does
+// (EMBER_SANITIZE in CMakeLists.txt), so ASan/UBSan runs check them. Conditions must have no
+// side effects.
+#if defined(NDEBUG) && !defined(EMBER_DCHECK_ON)
+#define EMBER_DCHECK(cond) \
+  do {                     \
+    (void)sizeof(!(cond)); \
+  } while (0)
+#else
+#define EMBER_DCHECK(cond) EMBER_CHECK(cond)
+#endif
+
 }  // namespace ember
