@@ -28,7 +28,7 @@
 
 #include "bench_limits.h"
 #include "gguf/synth.h"
-#include "model/bench.h"
+#include "perf/bench_report.h"
 #include "model/engine.h"
 #include "model/weights.h"
 
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
   std::vector<int> prefills;
   for (const std::string& p : split(prefill_arg)) prefills.push_back(std::max(1, std::atoi(p.c_str())));
   std::printf("bench_engine: cpu=\"%s\" simd=%s prefill=%s tokens, decode=%d tokens after each\n",
-              model::bench_cpu_info().c_str(), simd_name(level), prefill_arg.c_str(), n_decode);
+              perf::bench_cpu_info().c_str(), simd_name(level), prefill_arg.c_str(), n_decode);
   std::map<int, Limits> limits;  // threads -> limits
   const SimdLevel peak_level = level == SimdLevel::scalar ? SimdLevel::avx2 : level;
   for (const std::string& t : split(threads_arg)) {

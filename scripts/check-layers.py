@@ -3,9 +3,9 @@
 library links directly (CMakeLists.txt's ember_module lines), and links only what it includes.
 
 Layers call downward only (STYLE.md): cli -> contract, map/analysis -> kv -> model -> ops -> gguf -> util,
-with tokenizer beside model. Since the link lists are a DAG below each folder, an include of a
-folder that is not linked is either an upward include (a cycle in the making) or a missing
-link; both fail here, naming the file and line. Run by CTest (test `Layers.IncludesFollowLinks`).
+with tokenizer beside model and perf (ember bench's report) above model. Since the link lists
+are a DAG below each folder, an include of a folder that is not linked is either an upward
+include (a cycle in the making) or a missing link; both fail here, naming the file and line. Run by CTest (test `Layers.IncludesFollowLinks`).
 
 Usage: check-layers.py [SOURCE_DIR]   exit 0 when clean, 1 with one line per violation.
 """

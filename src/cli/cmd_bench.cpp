@@ -1,5 +1,5 @@
 // ember bench: engine speed with llama-bench's interface and output (docs/engine.md,
-// "ember bench"). Thin over model/bench.h: parse the lists, run each test, print.
+// "ember bench"). Thin over perf/bench_report.h: parse the lists, run each test, print.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/limits.h"
 #include "cli/model_loader.h"
-#include "model/bench.h"
+#include "perf/bench_report.h"
 #include "util/error.h"
 
 namespace ember::cli {
@@ -30,7 +30,7 @@ void check_counts(const std::vector<int>& v, const char* flag, int min) {
 }
 
 void run(const BenchArgs& a) {
-  const model::BenchFormat format = model::parse_bench_format(a.output);
+  const perf::BenchFormat format = perf::parse_bench_format(a.output);
   check_counts(a.prompt, "-p", 0);
   check_counts(a.gen, "-n", 0);
   check_counts(a.depth, "-d", 0);
@@ -38,11 +38,11 @@ void run(const BenchArgs& a) {
   if (a.reps < 1) fail_field("bench", "-r", ">= 1", std::to_string(a.reps));
   std::vector<int> threads;
   for (int t : a.threads) threads.push_back(resolve_threads(t, "-t"));
-  std::fputs(model::bench_header(format).c_str(), stdout);
+  std::fputs(perf::bench_header(format).c_str(), stdout);
   bool first = true;
   for (const std::string& path : a.models) {
     LoadedModel loaded = load_model({path, "", ""}, TokenizerNeed::optional);
-    const model::BenchModelInfo info = model::bench_model_info(*loaded.model, path);
+    const perf::BenchModelInfo info = perf::bench_model_info(*loaded.model, path);
     // llama-bench's order: for each thread count and depth, the prompt tests, then the
     // generation tests (a count of 0 is skipped).
     for (int t : threads)
@@ -53,15 +53,15 @@ void run(const BenchArgs& a) {
         for (int n : a.gen)
           if (n > 0) tests.push_back({0, n, d, t, a.reps});
         for (const model::BenchTest& test : tests) {
-          const model::BenchRecord r =
-              model::run_bench(loaded.model, info, test, a.allow_past_context);
-          std::fputs(model::bench_record(format, r, first).c_str(), stdout);
+          const perf::BenchRecord r =
+              perf::run_bench(loaded.model, info, test, a.allow_past_context);
+          std::fputs(perf::bench_record(format, r, first).c_str(), stdout);
           std::fflush(stdout);
           first = false;
         }
       }
   }
-  std::fputs(model::bench_footer(format).c_str(), stdout);
+  std::fputs(perf::bench_footer(format).c_str(), stdout);
 }
 
 }  // namespace

@@ -1,12 +1,11 @@
 #pragma once
-// Engine timing in llama-bench's terms (docs/engine.md, "ember bench"), so the two engines are
-// compared with the same command line and the same columns:
+// The timing loop of `ember bench`, in llama-bench's terms (docs/engine.md, "ember bench"):
 //   a prompt test ppN  = one forward() of N prompt tokens (only the last token's logits),
 //   a generation test tgN = N one-token forward() steps,
 // each after a depth of D tokens already in the cache (evaluated once, untimed, and copied
 // into every repetition), repeated `reps` times after one untimed warm-up run.
-// The output writers produce llama-bench's CSV, JSON, JSONL and Markdown layouts with its
-// field names for the fields the two share, plus ember's own (simd, numerics).
+// Only what needs the engine lives here; the report (llama-bench's CSV/JSON/Markdown, the CPU
+// and model-file description) is perf/bench_report.h, a layer above.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,47 +23,16 @@ struct BenchTest {
   int reps = 5;
 };
 
-// What llama-bench reports about a model file.
-struct BenchModelInfo {
-  std::string filename;  // model_filename: the path as given
-  std::string type;      // model_type: "<arch> <size> <file type>", as llama_model_desc
-  uint64_t size = 0;     // model_size: bytes of every tensor's data
-  uint64_t n_params = 0; // model_n_params: elements of every tensor
-};
-BenchModelInfo bench_model_info(const Model& model, const std::string& filename);
-
-struct BenchRecord {
-  BenchModelInfo model;
-  BenchTest test;
-  std::string simd;       // the SIMD path the engine ran on
-  std::string test_time;  // RFC 3339, UTC, when the test started
-  std::vector<uint64_t> samples_ns;
-
-  uint64_t avg_ns() const;
-  uint64_t stddev_ns() const;
-  std::vector<double> samples_ts() const;  // (n_prompt + n_gen) tokens per second per sample
-  double avg_ts() const;
-  double stddev_ts() const;  // sample standard deviation (n - 1), 0 for one sample
+struct BenchTiming {
+  std::string simd;                  // the SIMD path the engine ran on
+  std::string test_time;             // RFC 3339, UTC, when the timed runs started
+  std::vector<uint64_t> samples_ns;  // [reps] wall time of each run, >= 1
 };
 
 // Runs one test. Error naming the field when the test is malformed (both or neither of
 // n_prompt / n_gen, reps < 1, negative depth) or needs more positions than the engine holds.
 // Tokens are deterministic pseudo-random ids below the vocabulary size.
-BenchRecord run_bench(const std::shared_ptr<const Model>& model, const BenchModelInfo& info,
-                      const BenchTest& test, bool allow_past_context = false);
-
-// The CPU's model name (/proc/cpuinfo), llama-bench's cpu_info; "unknown" where unreadable.
-std::string bench_cpu_info();
-
-enum class BenchFormat { md, csv, json, jsonl };
-BenchFormat parse_bench_format(const std::string& s);  // Error naming -o otherwise
-
-// Writers: header() before the first record, record() for each, footer() after the last.
-std::string bench_header(BenchFormat f);
-std::string bench_record(BenchFormat f, const BenchRecord& r, bool first);
-std::string bench_footer(BenchFormat f);
-
-// The field names of the CSV/JSON output, in order (llama-bench's names where shared).
-const std::vector<std::string>& bench_fields();
+BenchTiming time_bench(const std::shared_ptr<const Model>& model, const BenchTest& test,
+                       bool allow_past_context = false);
 
 }  // namespace ember::model
