@@ -7,7 +7,7 @@
 // prefetchers alone left decode at 0.64 of the read bandwidth on a 2-vCPU Intel Xeon with
 // AVX-512 (2026-12-02): Qwen2.5-0.5B Q8_0 at 39 tok/s, 52 with 2048 bytes ahead (1024: 50.5,
 // 4096: 51, 6144: 50, so the distance is not critical), and the AVX2 K-quant decode, which
-// had been latency bound, 2.7x faster (docs/engine.md). The scalar reference does not prefetch.
+// had been latency bound, 2.7x faster (commit 04b6db0). The scalar reference does not prefetch.
 //
 // In an anonymous namespace, as kernels_avx2_driver.h: each SIMD file has its own copy.
 #include <xmmintrin.h>
