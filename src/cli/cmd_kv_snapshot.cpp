@@ -329,7 +329,7 @@ void add_validate_replay(CLI::App& kv) {
     o->native_threads = check_threads(o->native_threads, "--native-threads");
     o->export_threads = check_threads(o->export_threads, "--export-threads");
     o->replay_threads = check_threads(o->replay_threads, "--replay-threads");
-    const GateOutcome g = run_replay_gate(*o);
+    const kv::GateOutcome g = run_replay_gate(*o);
     std::printf("%s\n", g.summary.c_str());
     std::printf("receipt: %s\n", g.receipt_path.c_str());
     if (!g.pass) throw CheckFailed{"replay gate failed: " + g.summary};

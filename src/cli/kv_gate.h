@@ -1,11 +1,10 @@
 #pragma once
-// `ember kv validate-replay`: runs the uninterrupted generation (`ember run --dump-logits`),
-// the export and the replay as three separate processes of this same executable
-// (/proc/self/exe), then compares their f32 logits bit for bit (kv/replay_gate.h) and writes
-// a canonical receipt JSON. Each process may get its own thread count and SIMD path.
+// `ember kv validate-replay`'s flags. The CLI resolves the prompt; the three processes, the
+// bit-for-bit comparison and the receipt are kv/gate_process.h's.
 #include <string>
 
 #include "cli/chat_prompt.h"
+#include "kv/gate_process.h"
 
 namespace ember::cli {
 
@@ -21,12 +20,6 @@ struct GateArgs {
   bool force = false;
 };
 
-struct GateOutcome {
-  bool pass = false;
-  std::string summary;       // one line
-  std::string receipt_path;  // OUT/receipt.json
-};
-
-GateOutcome run_replay_gate(const GateArgs& args);
+kv::GateOutcome run_replay_gate(const GateArgs& args);
 
 }  // namespace ember::cli
