@@ -117,15 +117,10 @@ std::string receipt_path_for(const std::string& output, const std::string& expli
   return o + ".receipt.json";
 }
 
-void print_greedy(model::Engine& e, tok::Tokenizer& t, model::KvCache& cache, std::vector<float> logits,
-                  int n, std::vector<int32_t>* out_ids) {
-  for (int i = 0; i < n; ++i) {
-    const int32_t id = map::first_argmax(logits.data(), int(logits.size()));
-    out_ids->push_back(id);
-    std::cout << t.token_bytes(id) << std::flush;
-    if (t.is_eog(id)) break;
-    if (i + 1 < n) logits = e.forward(cache, std::span<const int32_t>(&id, 1));
-  }
+// Streams the greedy continuation to stdout, then a newline.
+void print_greedy(model::Engine& e, tok::Tokenizer& t, model::KvCache& cache, std::vector<float> logits, int n) {
+  map::greedy_continue(e, cache, std::move(logits), n, [&](int32_t id) { return t.is_eog(id); },
+                       [&](int32_t id) { std::cout << t.token_bytes(id) << std::flush; });
   std::cout << "\n";
 }
 
@@ -377,15 +372,14 @@ void add_map_replay(CLI::App& m) {
                                               0, "map replay " + o->mapped);
     std::fprintf(stderr, "ember: resuming from a MAPPED cache (%s, mapper %s, s = %d, a = %d), not a native snapshot\n",
                  mapping.kind.c_str(), mapping.mapper_hash.c_str(), mapping.shared_layers, mapping.anchor);
-    std::vector<float> logits = te.forward(cache, std::span<const int32_t>(&resume, 1));
-    std::vector<int32_t> ids;
-    print_greedy(te, *t.tokenizer, cache, logits, o->n, &ids);
+    print_greedy(te, *t.tokenizer, cache, te.forward(cache, std::span<const int32_t>(&resume, 1)), o->n);
   });
 }
 
-// The bridge receipt of one handoff, before any check adds its metrics.
+// The bridge receipt of one handoff, with the check's metrics when there was one.
 contract::BridgeReceipt hybrid_receipt(const Loaded& s, const Loaded& t, const map::Mapper* mp,
-                                       const map::HybridRun& run) {
+                                       const map::HybridOutcome& out, const std::string& relation) {
+  const map::HybridRun& run = out.run;
   contract::BridgeReceipt rc;
   rc.source = {s.model->identity(), model::arch_name(s.model->config().arch), s.tokenizer->identity(), ""};
   rc.target = {t.model->identity(), model::arch_name(t.model->config().arch), t.tokenizer->identity(), ""};
@@ -396,6 +390,14 @@ contract::BridgeReceipt hybrid_receipt(const Loaded& s, const Loaded& t, const m
   rc.created_by = "ember map hybrid";
   rc.notes = "s = " + std::to_string(run.s) + ", a = " + std::to_string(run.a) + "; target prefill work saved " +
              std::to_string(100 * run.report.prefill_work_saved()) + "% (weight MACs)";
+  rc.relation = relation;
+  if (out.check) {
+    rc.n_comparisons = 1;
+    rc.metrics["next_token_agreement"] = out.check->first.same_argmax ? 1.0 : 0.0;
+    rc.metrics["mean_rel_logit_error"] = out.check->first.rel_l2;
+    rc.metrics["max_abs_logit_diff"] = out.check->first.max_abs;
+    rc.held_out = !mp;  // no fit involved: the prompt cannot have been seen by one
+  }
   return rc;
 }
 
@@ -455,53 +457,34 @@ void add_hybrid(CLI::App& m) {
       fail_field(where, by_ids ? "--prompt-ids" : "--prompt", "at least 2 tokens (BOS included)", std::to_string(ids.size()));
     const int threads = resolve_threads(o->threads);
     model::Engine se(s.model, {threads}), te(t.model, {threads});
-    map::HybridRun run = map::run_hybrid(se, te, *s.model, *t.model, mp.get(), ids, o->anchor, where);
-    const int sl = run.s, a = run.a, L = t.model->config().n_layers;
-    const map::AnchorReport& report = run.report;
-    model::KvCache& cache = run.cache;
-    if (!o->output.empty()) {
-      kv::KvState st = map::hybrid_mapped_state(run, te, t.tokenizer->identity(), s.model->identity(), mp.get());
-      kv::MappedProvenance& mapping = std::get<kv::MappedProvenance>(st.provenance);
-      mapping.registration = registration;
-      mapping.relation = relation;
-      kv::write_state_dir(kv::seal(std::move(st), o->output), o->output, o->force);
-    }
-    std::fprintf(stderr, "ember: handoff s = %d, a = %d, L = %d:", sl, a, L);
-    for (size_t l = 0; l < report.roles.size(); ++l)
-      std::fprintf(stderr, " %zu:%s", l, map::layer_role_name(report.roles[l]));
-    std::fprintf(stderr, "; target prefill work saved %.1f%% (weight MACs)\n", 100 * report.prefill_work_saved());
-    std::vector<float> logits = te.forward(cache, std::span<const int32_t>(&run.resume_token, 1));
-    const std::vector<float> first = logits;
-    std::vector<int32_t> out_ids;
-    if (!by_ids) std::cout << o->prompt;
-    print_greedy(te, *t.tokenizer, cache, logits, o->n, &out_ids);
-    contract::BridgeReceipt rc = hybrid_receipt(s, t, mp.get(), run);
-    rc.relation = relation;
-    const std::string rpath = o->receipt.empty() && !o->output.empty() ? receipt_path_for(o->output, "") : o->receipt;
-    nlohmann::json j = {{"source", s.model->identity()}, {"target", t.model->identity()},
-                        {"shared_layers", sl}, {"anchor", a}, {"handoff", report.to_json()},
-                        {"mapper_hash", mp ? mp->hash() : ""}, {"generated", out_ids}};
-    bool exact_hybrid_differs = false;
-    if (o->check) {
-      const map::FullPrefillReference ref =
-          map::full_prefill_reference(te, ids, o->n, [&](int32_t id) { return t.tokenizer->is_eog(id); });
-      const map::LogitComparison cmp =
-          map::compare_logits(first.data(), ref.first_logits.data(), int(ref.first_logits.size()));
-      const bool same_greedy = ref.greedy == out_ids;
+    map::HybridOptions ho;
+    ho.anchor = o->anchor;
+    ho.n = o->n;
+    ho.check = o->check;
+    ho.is_end_of_generation = [&](int32_t id) { return t.tokenizer->is_eog(id); };
+    ho.on_handoff = [&](const map::HybridRun& run) {
+      if (!o->output.empty()) {
+        kv::KvState st = map::hybrid_mapped_state(run, te, t.tokenizer->identity(), s.model->identity(), mp.get());
+        kv::MappedProvenance& mapping = std::get<kv::MappedProvenance>(st.provenance);
+        mapping.registration = registration;
+        mapping.relation = relation;
+        kv::write_state_dir(kv::seal(std::move(st), o->output), o->output, o->force);
+      }
+      std::fprintf(stderr, "ember: %s\n", map::handoff_line(run).c_str());
+      if (!by_ids) std::cout << o->prompt;
+    };
+    ho.on_token = [&](int32_t id) { std::cout << t.tokenizer->token_bytes(id) << std::flush; };
+    const map::HybridOutcome out = map::hybrid_handoff(se, te, *s.model, *t.model, mp.get(), ids, ho, where);
+    std::cout << "\n";
+    if (out.check)
       std::fprintf(stderr, "ember: check vs full target prefill: first logits %s (rel err %.3e), greedy %s\n",
-                   cmp.bit_identical ? "bit-identical" : "differ", cmp.rel_l2, same_greedy ? "identical" : "differs");
-      j["check"] = {{"first_logits_bit_identical", cmp.bit_identical}, {"rel_logit_error", cmp.rel_l2},
-                    {"same_next_token", cmp.same_argmax}, {"greedy_identical", same_greedy}};
-      rc.n_comparisons = 1;
-      rc.metrics["next_token_agreement"] = cmp.same_argmax ? 1.0 : 0.0;
-      rc.metrics["mean_rel_logit_error"] = cmp.rel_l2;
-      rc.metrics["max_abs_logit_diff"] = cmp.max_abs;
-      rc.held_out = !mp;  // no fit involved: the prompt cannot have been seen by one
-      exact_hybrid_differs = a == sl && !(cmp.bit_identical && same_greedy);
-    }
-    if (!rpath.empty()) contract::write_receipt(rpath, rc, o->force);
-    if (!o->json.empty()) write_file_atomic(o->json, j.dump(2) + "\n", o->force);
-    if (exact_hybrid_differs) throw CheckFailed{"the exact hybrid (a == s) differs from the target's full prefill"};
+                   out.check->first.bit_identical ? "bit-identical" : "differ", out.check->first.rel_l2,
+                   out.check->same_greedy ? "identical" : "differs");
+    const std::string rpath = o->receipt.empty() && !o->output.empty() ? receipt_path_for(o->output, "") : o->receipt;
+    if (!rpath.empty()) contract::write_receipt(rpath, hybrid_receipt(s, t, mp.get(), out, relation), o->force);
+    if (!o->json.empty())
+      write_file_atomic(o->json, out.report(s.model->identity(), t.model->identity(), mp.get()).dump(2) + "\n", o->force);
+    if (out.check && out.check->exact_hybrid_differs) throw CheckFailed{"the exact hybrid (a == s) differs from the target's full prefill"};
   });
 }
 

@@ -71,6 +71,49 @@ TEST(Hybrid, BadAnchorsAndAMissingMapperAreRefusedByField) {
             std::string::npos);
 }
 
+TEST(Hybrid, TheHandoffCallDecodesChecksAndReports) {
+  Pair p;
+  std::vector<std::string> events;
+  HybridOptions o;
+  o.n = 4;
+  o.check = true;
+  o.is_end_of_generation = [](int32_t) { return false; };
+  o.on_handoff = [&](const HybridRun& run) { events.push_back("handoff s=" + std::to_string(run.s)); };
+  o.on_token = [&](int32_t id) { events.push_back(std::to_string(id)); };
+  const HybridOutcome out = hybrid_handoff(p.se, p.te, *p.source, *p.target, nullptr, p.ids, o, "test");
+  ASSERT_EQ(out.generated.size(), 4u);
+  ASSERT_EQ(events.size(), 5u);  // the handoff first, then each token as it is chosen
+  EXPECT_EQ(events[0], "handoff s=" + std::to_string(out.run.s));
+  EXPECT_EQ(events[1], std::to_string(out.generated[0]));
+  ASSERT_TRUE(out.check.has_value());
+  EXPECT_TRUE(out.check->first.bit_identical);  // a == s: the target's own bits
+  EXPECT_TRUE(out.check->same_greedy);
+  EXPECT_FALSE(out.check->exact_hybrid_differs);
+  const FullPrefillReference ref = full_prefill_reference(p.te, p.ids, 4, [](int32_t) { return false; });
+  EXPECT_EQ(out.generated, ref.greedy);
+  const nlohmann::json j = out.report(p.source->identity(), p.target->identity(), nullptr);
+  EXPECT_EQ(j["anchor"], out.run.a);
+  EXPECT_EQ(j["generated"].size(), 4u);
+  EXPECT_EQ(j["check"]["greedy_identical"], true);
+  EXPECT_EQ(j["mapper_hash"], "");
+  const std::string line = handoff_line(out.run);
+  EXPECT_EQ(line.rfind("handoff s = " + std::to_string(out.run.s) + ", a = " + std::to_string(out.run.a) +
+                           ", L = " + std::to_string(p.target->config().n_layers) + ": 0:reused",
+                       0),
+            0u)
+      << line;
+  EXPECT_NE(line.find("% (weight MACs)"), std::string::npos) << line;
+  // Stopping at an end-of-generation id: the id is kept, nothing after it.
+  o.check = false;
+  o.on_handoff = {};
+  o.on_token = {};
+  const int32_t first = out.generated[0];
+  o.is_end_of_generation = [first](int32_t id) { return id == first; };
+  const HybridOutcome stop = hybrid_handoff(p.se, p.te, *p.source, *p.target, nullptr, p.ids, o, "test");
+  EXPECT_EQ(stop.generated, std::vector<int32_t>{first});
+  EXPECT_FALSE(stop.check.has_value());
+}
+
 TEST(Hybrid, TheCommandChecksBitExactnessAndWritesAMappedCache) {
   const std::string dir = test::temp_dir("hybrid-cli");
   const std::string m = test::shared_path("models");
