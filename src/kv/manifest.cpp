@@ -7,19 +7,13 @@
 #include "kv/state.h"
 #include "kv/strict_json.h"
 #include "util/error.h"
+#include "util/hex.h"
 #include "util/sha256.h"
 
 namespace ember::kv {
 namespace {
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
-
-bool is_hex64(const std::string& s) {
-  if (s.size() != 64) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
 
 bool is_printable_ascii(const std::string& s) {
   for (unsigned char c : s)
@@ -28,7 +22,7 @@ bool is_printable_ascii(const std::string& s) {
 }
 
 void require_hex64(const std::string& where, const std::string& field, const std::string& v) {
-  if (!is_hex64(v)) fail_field(where, field, "64 lowercase hex digits (SHA-256)", quote(v));
+  if (!is_hex(v, 64)) fail_field(where, field, "64 lowercase hex digits (SHA-256)", quote(v));
 }
 
 template <typename List>

@@ -2,20 +2,11 @@
 
 #include "kv/strict_json.h"
 #include "util/error.h"
+#include "util/hex.h"
 #include "util/json_strict.h"
 #include "util/sha256.h"
 
 namespace ember::kv {
-namespace {
-
-bool is_hex(const std::string& s, size_t n) {
-  if (s.size() != n) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
-}  // namespace
 
 std::string manifest_seal(const nlohmann::json& manifest) {
   EMBER_CHECK(manifest.is_object());
