@@ -82,6 +82,10 @@ class Backend {
 // (a password inside the URI is refused by name) or the server cannot be reached.
 std::unique_ptr<Backend> open_backend(const std::string& uri, const BackendOptions& options = {});
 
+// The ':'-separated components of a key or a scan pattern ("a:b:" -> "a", "b", ""): the one
+// splitter the layout, the matcher and the dir: backend's paths share.
+std::vector<std::string_view> key_components(std::string_view key);
+
 // Does `key` match `pattern` (the scan rule above)?
 bool key_matches(std::string_view key, std::string_view pattern);
 

@@ -21,15 +21,10 @@
 namespace ember::store {
 namespace {
 
+// The components of a key or pattern, owned (the dir: backend builds paths from them).
 std::vector<std::string> split(std::string_view s) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (true) {
-    const size_t e = s.find(':', b);
-    out.emplace_back(s.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
-    if (e == std::string_view::npos) return out;
-    b = e + 1;
-  }
+  const std::vector<std::string_view> c = key_components(s);
+  return {c.begin(), c.end()};
 }
 
 const char* file_kind(unsigned mode) { return S_ISREG(mode) ? "a regular file" : describe_file_type(mode); }

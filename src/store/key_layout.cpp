@@ -2,23 +2,13 @@
 
 #include <vector>
 
+#include "store/backend.h"
 #include "util/hex.h"
 
 namespace ember::store {
 namespace {
 
 constexpr std::string_view kStates = "ember:v1:s:", kNamespaces = "ember:v1:n:";
-
-std::vector<std::string_view> components(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t b = 0;
-  while (true) {
-    const size_t e = s.find(':', b);
-    out.push_back(s.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
-    if (e == std::string_view::npos) return out;
-    b = e + 1;
-  }
-}
 
 // "{X}" -> X, else "".
 std::string_view untag(std::string_view c) {
@@ -41,7 +31,7 @@ std::string KeyLayout::prefix(const std::string& ns, const std::string& h) {
 }
 
 std::optional<ParsedKey> KeyLayout::parse(std::string_view key) {
-  const std::vector<std::string_view> c = components(key);
+  const std::vector<std::string_view> c = key_components(key);
   if (c.size() < 5 || c[0] != "ember" || c[1] != "v1") return std::nullopt;
   ParsedKey k;
   const std::string_view tag = untag(c[3]);

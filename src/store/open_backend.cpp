@@ -7,9 +7,8 @@
 #include "util/error.h"
 
 namespace ember::store {
-namespace {
 
-std::vector<std::string_view> split(std::string_view s) {
+std::vector<std::string_view> key_components(std::string_view s) {
   std::vector<std::string_view> out;
   size_t b = 0;
   while (true) {
@@ -20,10 +19,8 @@ std::vector<std::string_view> split(std::string_view s) {
   }
 }
 
-}  // namespace
-
 bool key_matches(std::string_view key, std::string_view pattern) {
-  const std::vector<std::string_view> k = split(key), p = split(pattern);
+  const std::vector<std::string_view> k = key_components(key), p = key_components(pattern);
   if (k.size() != p.size()) return false;
   for (size_t i = 0; i < k.size(); ++i)
     if (p[i] != "*" && p[i] != k[i]) return false;

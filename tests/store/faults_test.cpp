@@ -150,15 +150,7 @@ TEST(StoreFaults, RedisKilledDuringAPutAndRestartedWithAofShowsNoPartialEntry) {
 class HostileServer {
  public:
   HostileServer() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t n = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &n);
-    port_ = ntohs(a.sin_port);
-    ::listen(fd_, 4);
+    fd_ = test::listen_on_loopback(&port_);
     thread_ = std::thread([this] {
       while (!stop_) {
         const int c = ::accept(fd_, nullptr, nullptr);

@@ -22,6 +22,20 @@ namespace ember::test {
 
 inline constexpr const char* kRedisServer = "/usr/bin/redis-server";
 
+// A TCP socket listening on a free loopback port (*port), for the tests' scripted servers.
+inline int listen_on_loopback(int* port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t n = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+  *port = ntohs(a.sin_port);
+  ::listen(fd, 4);
+  return fd;
+}
+
 // A port nothing listens on now (bound to 0, read, released).
 inline int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

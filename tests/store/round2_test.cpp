@@ -26,6 +26,7 @@
 
 #include "kv/kv_test_util.h"
 #include "store/redis_server.h"
+#include "store/store_fixture.h"
 #include "store/store.h"
 #include "support/cli_run.h"
 #include "support/test_support.h"
@@ -48,15 +49,7 @@ class ScriptedServer {
  public:
   using Answer = std::function<void(int fd, const std::string& request, const ScriptedServer& self)>;
   explicit ScriptedServer(Answer answer) : answer_(std::move(answer)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t n = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &n);
-    port_ = ntohs(a.sin_port);
-    ::listen(fd_, 4);
+    fd_ = test::listen_on_loopback(&port_);
     thread_ = std::thread([this] {
       while (!stop_) {
         const int c = ::accept(fd_, nullptr, nullptr);
@@ -97,21 +90,7 @@ class ScriptedServer {
 };
 
 // A store on each backend, fresh per test.
-class Round2 : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    dir_ = test::temp_dir("store-r2");
-    if (GetParam() == "redis") {
-      server_ = std::make_unique<test::RedisServer>(dir_);
-      uri_ = server_->uri();
-    } else {
-      uri_ = "dir:" + dir_ + "/s";
-    }
-  }
-  Store open() { return Store::open(uri_); }
-  std::string dir_, uri_;
-  std::unique_ptr<test::RedisServer> server_;
-};
+class Round2 : public StoreFixture {};
 
 // Item 1: a FIFO planted as a state's hits counter. Every read of the state opened it for
 // writing without O_NONBLOCK and waited for a reader forever. Now it is refused at once and

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "kv/kv_test_util.h"
-#include "store/redis_server.h"
+#include "store/store_fixture.h"
 #include "store/store.h"
 #include "support/test_support.h"
 
@@ -16,24 +16,7 @@ namespace {
 
 using test::error_of;
 
-class StoreBackends : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    dir_ = test::temp_dir("store");
-    if (GetParam() == "redis") {
-      server_ = std::make_unique<test::RedisServer>(dir_);
-      uri_ = server_->uri();
-    } else {
-      uri_ = "dir:" + dir_ + "/s";
-    }
-  }
-  Store open() { return Store::open(uri_); }
-  // Writes raw bytes at a key, the way a corrupting or hostile party would.
-  void poke(const std::string& key, const std::string& value) { open().backend().replace(key, value); }
-
-  std::string dir_, uri_;
-  std::unique_ptr<test::RedisServer> server_;
-};
+class StoreBackends : public StoreFixture {};
 
 bool same_cache(const model::KvCache& a, const model::KvCache& b) {
   if (a.n_pos != b.n_pos || a.n_layers != b.n_layers || a.n_kv_heads != b.n_kv_heads || a.head_dim != b.head_dim)
