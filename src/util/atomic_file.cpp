@@ -258,7 +258,9 @@ class AtomicFile::FdSink final : public ByteSink {
       const ssize_t w = ::write(fd_, p, left);
       if (w < 0) {
         if (errno == EINTR) continue;
-        fail(shown_, "write failed: " + err());
+        if (errno == EFBIG)  // with SIGXFSZ ignored (cli/main.cpp), RLIMIT_FSIZE reads as this
+          fail(shown_, "write failed: the file size limit was reached (ulimit -f, RLIMIT_FSIZE; " +
+                           std::to_string(n_bytes_ + (n - left)) + " bytes written); nothing was published");
       }
       p += w;
       left -= size_t(w);
