@@ -142,7 +142,7 @@ void add_collect(CLI::App& m) {
   c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json for both models (default: each GGUF's own)");
   add_prompt_list_flags(c, o->prompts);
   c->add_option("--split", o->split, "calib:eval prompt counts (frozen split)");
-  c->add_option("--seed", o->seed, "Split seed");
+  c->add_option("--seed", o->seed, "Split seed")->check(seed_value());
   add_threads_option(c, o->threads);
   c->add_flag("--no-residual-maps", o->no_residual,
               "Keep no residual statistics (smaller; map fit --residual-maps then refuses the set)");

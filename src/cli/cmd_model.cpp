@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/limits.h"
 #include "gguf/arch.h"
 #include "gguf/convert.h"
 #include "gguf/gguf_file.h"
@@ -115,7 +116,7 @@ void register_synth(CLI::App& model) {
                                  "Base GGUF: keep its embeddings and layers < --share-layers byte for byte, "
                                  "re-draw the rest (same geometry and types)");
   auto* share = cmd->add_option("--share-layers", a->share_layers, "With --derive-from: the layers kept (s)");
-  cmd->add_option("--seed", s.seed, "random seed")->required();
+  cmd->add_option("--seed", s.seed, "random seed")->required()->check(seed_value());
   s.pre_tokenizer = "bloom";  // the command's default: a file llama.cpp loads too
   cmd->add_option("--pre-tokenizer", s.pre_tokenizer,
                               "tokenizer.ggml.pre: bloom (llama.cpp loads it) | ember-bytes (before)")
