@@ -313,6 +313,63 @@ hostile_store_bad_paths() {
   done
 }
 
+# Issue 35 (round 2), the non-store classes, short: --force on a directory that is not an ember
+# artifact, or on the working directory's parent; a writer past `ulimit -f`; an 83 MiB
+# safetensors header; config.json values that overflow f32; a perturbation that overflows f16;
+# numeric flags out of range; a control character in an echoed output path.
+hostile_round2() {
+  local d="$WORK/round2" out rc
+  mkdir -p "$d/vd/sub" && echo a >"$d/vd/a.txt"
+  out=$(ember kv export --model small.gguf --prompt hi --output "$d/vd" --force 2>&1); rc=$?
+  if [[ $rc -eq 2 && "$out" == *"--force: expected an ember snapshot"*"found 'a.txt', 'sub' (a directory)"* && -f "$d/vd/a.txt" && -d "$d/vd/sub" ]]; then
+    ok "round2: kv export --force refuses a foreign directory by name and leaves it"
+  else broken "round2: kv export --force on a foreign directory: exit $rc: $out"; fi
+  out=$(ember kv export-safetensors small-snap --layout vllm -o "$d/vd" --force 2>&1); rc=$?
+  [[ $rc -eq 2 && -f "$d/vd/a.txt" ]] && ok "round2: export-safetensors --layout vllm --force refuses it too" ||
+    broken "round2: export-safetensors --force on a foreign directory: exit $rc: $out"
+  mkdir -p "$d/up/here"
+  out=$(cd "$d/up/here" && timeout "$T" "$EMBER" kv export --model "$WORK/small.gguf" --prompt hi --output "$d/up" --force 2>&1); rc=$?
+  [[ $rc -eq 2 && "$out" == *"never the working directory or one of its ancestors"* && -d "$d/up/here" ]] &&
+    ok "round2: --force never replaces an ancestor of the working directory" ||
+    broken "round2: --force on the working directory's parent: exit $rc: $out"
+  # ulimit -f (1 KiB blocks in bash): 16 KiB, less than the big snapshot's first payload.
+  out=$( (ulimit -f 16; exec timeout "$T" "$EMBER" kv export --model big.gguf --prompt-file prompt-long.txt --output "$d/fsz") 2>&1); rc=$?
+  [[ $rc -eq 2 && "$out" == *"file size limit"* && $(find "$d" -maxdepth 1 -name '*fsz*' | wc -l) -eq 0 ]] &&
+    ok "round2: a writer past ulimit -f says so on one line and leaves nothing" ||
+    broken "round2: ulimit -f: exit $rc: $out"
+  # 83 MiB of header ("{"a":[{},{},...") under the 100 MiB length bound: refused fast, small.
+  { printf '\x00\x00\x30\x05\x00\x00\x00\x00{"a":['; yes '{},' | tr -d '\n' | head -c $((0x05300000 - 6)); } >"$d/big.safetensors"
+  /usr/bin/time -f '%M %e' -o "$d/st.time" timeout "$T" "$EMBER" kv import-safetensors "$d/big.safetensors" \
+    --model small.gguf --prompt hi -o "$d/st" >"$d/st.log" 2>&1; rc=$?
+  local rss secs
+  rss=$(tail -1 "$d/st.time" | cut -d' ' -f1); secs=$(tail -1 "$d/st.time" | cut -d' ' -f2)
+  [[ $rc -eq 2 && $(grep -c "at most 1048576 values" "$d/st.log") -eq 1 && $rss -lt 409600 ]] &&
+    ok "round2: an 83 MiB safetensors header is refused in ${secs} s, peak RSS ${rss} KiB" ||
+    broken "round2: 83 MiB safetensors header: exit $rc, ${rss} KiB, ${secs} s: $(tail -1 "$d/st.log")"
+  rm -f "$d/big.safetensors"
+  mkdir -p "$d/hf"
+  for c in 'rope_theta:1e39' 'rms_norm_eps:1e-50'; do
+    printf '{"model_type":"llama","hidden_size":64,"num_hidden_layers":1,"num_attention_heads":4,"intermediate_size":128,"vocab_size":300,"rms_norm_eps":1e-5,"%s":%s}\n' \
+      "${c%%:*}" "${c#*:}" | sed 's/"rms_norm_eps":1e-5,"rms_norm_eps"/"rms_norm_eps"/' >"$d/hf/config.json"
+    out=$(ember model import-hf "$d/hf" -o "$d/hf.gguf" 2>&1); rc=$?
+    [[ $rc -eq 2 && "$out" == *"config.json: ${c%%:*}: expected"*"as f32"* && ! -e "$d/hf.gguf" ]] &&
+      ok "round2: import-hf refuses ${c/:/ } (checked as the f32 the GGUF stores)" ||
+      broken "round2: import-hf ${c/:/ }: exit $rc: $out"
+  done
+  out=$(ember kv perturb --snapshot small-snap --layer 0 --head 0 --part k --scale 65536 --receipt "$d/p.json" 2>&1); rc=$?
+  [[ $rc -eq 2 && "$out" == *"inf from"* && ! -e "$d/p.json" ]] && ok "round2: kv perturb refuses a scale that overflows f16" ||
+    broken "round2: kv perturb --scale 65536: exit $rc: $out"
+  for f in '--temp -1' '--temp nan' '--seed 18446744073709551616' '--seed -1'; do
+    # shellcheck disable=SC2086
+    out=$(ember run --model small.gguf --prompt hi -n 1 $f 2>&1); rc=$?
+    [[ $rc -eq 2 && "$out" == "${f%% *}: expected"*", found ${f#* }"* ]] && ok "round2: run $f refused by flag" ||
+      broken "round2: run $f: exit $rc: $out"
+  done
+  out=$(ember kv export --model small.gguf --prompt hi --output "$d/o"$'\e[2J' 2>&1); rc=$?
+  [[ $rc -eq 0 && "$out" != *$'\e'* && "$out" == *'o\x1b[2J'* ]] && ok "round2: kv export echoes a control character in its output path escaped" ||
+    broken "round2: kv export echoed a control character raw (exit $rc)"
+}
+
 main() {
   local start=$SECONDS
   setup
@@ -325,6 +382,7 @@ main() {
   hostile_store_fifo_hits
   hostile_store_cross_namespace
   hostile_store_bad_paths
+  hostile_round2
   # Resource limits (threads, positions, huge -n): their own script, same contract.
   if bash "$HERE/hostile-limits.sh" "$EMBER" "$HERE/../../shared/models" "$WORK/limits"; then ok "hostile-limits.sh"; else broken "hostile-limits.sh"; fi
   echo "hostile.sh: $BROKEN broken promise(s), $((SECONDS - start)) s"

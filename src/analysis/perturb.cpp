@@ -31,6 +31,12 @@ std::string hex32(uint32_t x) {
   return buf;
 }
 
+std::string a_number(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(v));
+  return buf;
+}
+
 inline uint16_t perturb_one(uint16_t h, const PerturbSpec& s) {
   if (s.zero) return 0;
   if ((h & 0x7c00u) == 0x7c00u) return h;  // NaN/Inf kept bit for bit
@@ -45,6 +51,25 @@ uint64_t count_changes(const model::KvCache& c, bool keys, const PerturbSpec& s)
   uint64_t changed = 0;
   for (size_t i = 0, n = selected_count(c); i < n; ++i) changed += perturb_one(row[i], s) != row[i];
   return changed;
+}
+
+// A perturbed cache is a cache: like every cache ember writes or reads, its K/V must be finite
+// (docs/reliability.md), and `kv compare --allow-non-finite` is the only opt-in. A scale can
+// overflow f16 (|x| > 65504 becomes inf: `--scale 65536` on any |x| >= 1), so the result is
+// checked, not the factor alone. Error naming `where`, the first non-finite element and `why`.
+void refuse_non_finite(const model::KvCache& c, const std::string& where, const std::string& why) {
+  for (int part = 0; part < 2; ++part)
+    for (int l = 0; l < c.n_layers; ++l)
+      for (int h = 0; h < c.n_kv_heads; ++h)
+        for (int p = 0; p < c.n_pos; ++p) {
+          const uint16_t* row = part == 0 ? c.k_row(l, h, p) : c.v_row(l, h, p);
+          for (int d = 0; d < c.head_dim; ++d)
+            if ((row[d] & 0x7c00u) == 0x7c00u)
+              fail_field(where,
+                         std::string(part == 0 ? "K" : "V") + " layer " + std::to_string(l) + " kv_head " +
+                             std::to_string(h) + " position " + std::to_string(p) + " dim " + std::to_string(d),
+                         "finite after the perturbation", std::string(row[d] & 0x3ffu ? "nan" : "inf") + why);
+        }
 }
 
 uint64_t apply_rows(model::KvCache& c, bool keys, const PerturbSpec& s) {
@@ -185,6 +210,22 @@ PerturbReceipt make_receipt(const ComparedState& source, const PerturbSpec& spec
   if (has_v(spec.part)) {
     r.affected_v = per_part;
     r.changed_v = count_changes(source.cache, false, r.spec);
+  }
+  // The receipt must describe a finite cache (refuse_non_finite): the selected rows, scaled.
+  for (const bool keys : {true, false}) {
+    if (spec.zero || !(keys ? has_k(spec.part) : has_v(spec.part))) continue;
+    const uint16_t* row = keys ? source.cache.k_row(spec.layer, spec.head, 0) : source.cache.v_row(spec.layer, spec.head, 0);
+    for (size_t i = 0, n = selected_count(source.cache); i < n; ++i) {
+      if ((perturb_one(row[i], r.spec) & 0x7c00u) != 0x7c00u || (row[i] & 0x7c00u) == 0x7c00u) continue;
+      char found[96];
+      std::snprintf(found, sizeof found, "inf from %.9g (f16's largest value is 65504)", double(f16_to_f32(row[i])));
+      const size_t hd = size_t(x.head_dim);
+      fail_field("kv perturb", "--scale " + a_number(bits_to_f32(spec.scale_bits)) + ": " +
+                                   (keys ? "K" : "V") + " layer " + std::to_string(spec.layer) + " kv_head " +
+                                   std::to_string(spec.head) + " position " + std::to_string(i / hd) + " dim " +
+                                   std::to_string(i % hd),
+                 "finite after the perturbation", found);
+    }
   }
   return r;
 }
@@ -327,7 +368,7 @@ void write_receipt(const std::string& path, const PerturbReceipt& r, bool force)
   write_file_atomic(path, receipt_json(r), force);
 }
 
-PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r) {
+PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r, bool allow_non_finite) {
   const char* where = "perturbation receipt";
   check_state_consistent(source, where);
   auto same = [&](const char* field, const std::string& want, const std::string& got) {
@@ -380,6 +421,7 @@ PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r)
                std::to_string(r.changed_k) + "/" + std::to_string(r.changed_v) + " (receipt)",
                std::to_string(changed_k) + "/" + std::to_string(changed_v) + " (applied)");
   }
+  if (!allow_non_finite) refuse_non_finite(source.cache, where, " (kv compare --allow-non-finite analyses it anyway)");
   PerturbedState out;
   out.receipt_sha256_ = sha256_hex(receipt_json(r));
   out.receipt_ = r;

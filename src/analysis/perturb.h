@@ -82,7 +82,7 @@ class PerturbedState {
 
  private:
   PerturbedState() = default;
-  friend PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r);
+  friend PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r, bool allow_non_finite);
   ComparedState state_;
   PerturbReceipt receipt_;
   std::string receipt_sha256_;
@@ -90,7 +90,9 @@ class PerturbedState {
 
 // Applies the receipt to its source, consuming it. Error naming the field when `source` is
 // not the receipt's source snapshot, or when the bits it changes differ from the receipt's
-// count. The state's identity becomes kind "perturbed" with the receipt in its provenance.
-PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r);
+// count, or when the perturbed K/V hold a non-finite value (unless allow_non_finite, which is
+// `kv compare --allow-non-finite`: the one opt-in, as for a cache read from disk). The state's
+// identity becomes kind "perturbed" with the receipt in its provenance.
+PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r, bool allow_non_finite = false);
 
 }  // namespace ember::kv

@@ -50,13 +50,14 @@ nlohmann::json describe(const kv::Kvc1File& f) {
 void run_pack(const KvcArgs& a) {
   refuse_output_is_input(a.out, {a.in});
   const Digest d = kv::pack_snapshot_dir(a.in, a.out, a.force, a.sign);
-  std::printf("packed %s -> %s (trailer sha256 %s)\n", a.in.c_str(), a.out.c_str(), to_hex(d).c_str());
+  std::printf("packed %s -> %s (trailer sha256 %s)\n", printable(a.in).c_str(), printable(a.out).c_str(),
+              to_hex(d).c_str());
 }
 
 void run_unpack(const KvcArgs& a) {
   refuse_output_is_input(a.out, {a.in});
   kv::unpack_kvc1(a.in, a.out, a.force);
-  std::printf("unpacked %s -> %s\n", a.in.c_str(), a.out.c_str());
+  std::printf("unpacked %s -> %s\n", printable(a.in).c_str(), printable(a.out).c_str());
 }
 
 // A container whose state names payload hashes that its tensors do not reproduce: the
@@ -80,7 +81,7 @@ void run_inspect(const KvcArgs& a) {
   const nlohmann::json j = describe(f);
   const std::string failure = state_hash_error(f);
   if (a.json) {
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", printable_json(j, 2).c_str());
     if (!failure.empty()) throw CheckFailed{failure};
     return;
   }
@@ -88,7 +89,7 @@ void run_inspect(const KvcArgs& a) {
   std::printf("%s: KVC1 v%u, %llu bytes, artifact %s\n", printable(a.in).c_str(), unsigned(kv::kKvc1Version),
               (unsigned long long)f.file_length(), f.artifact_kind().c_str());
   for (const auto& [k, v] : j["state"].items())
-    std::printf("  %-15s %s\n", printable(k).c_str(), printable(v.dump()).c_str());
+    std::printf("  %-15s %s\n", printable(k).c_str(), printable(printable_json(v)).c_str());
   std::printf("  %-5s %-4s %-5s %-16s %12s %12s  %s\n", "layer", "kind", "dtype", "shape", "offset", "length", "sha256");
   for (const auto& t : f.tensors())
     std::printf("  %-5u %-4s %-5s %-16s %12llu %12llu  %.16s\n", t.layer, t.is_value ? "V" : "K",
@@ -114,7 +115,7 @@ void run_verify(const KvcArgs& a) {
     nlohmann::json j = {{"path", a.in}, {"ok", error.empty()}, {"artifact", kind}};
     j["error"] = error.empty() ? nlohmann::json(nullptr) : nlohmann::json(error);
     j["rejection"] = code.empty() ? nlohmann::json(nullptr) : nlohmann::json(code);
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", printable_json(j, 2).c_str());
   } else if (error.empty()) {
     std::printf("%s: ok (KVC1 v%u, %s; structure, tensor hashes, manifest, seal, state hashes and trailer verified)\n",
                 printable(a.in).c_str(), unsigned(kv::kKvc1Version), kind.c_str());

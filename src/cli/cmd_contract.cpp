@@ -38,10 +38,10 @@ void run_contract_validate(const ContractArgs& a) {
   if (a.json) {
     nlohmann::json j = {{"file", a.file}, {"schema", c.schema}, {"valid", c.errors.empty()},
                         {"errors", c.errors}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", printable_json(j, 2).c_str());
   } else {
     for (const auto& e : c.errors) std::printf("%s: %s\n", printable(a.file).c_str(), printable(e).c_str());
-    if (c.errors.empty()) std::printf("%s: valid %s\n", a.file.c_str(), c.schema.c_str());
+    if (c.errors.empty()) std::printf("%s: valid %s\n", printable(a.file).c_str(), c.schema.c_str());
   }
   if (!c.errors.empty())
     throw CheckFailed{a.file + ": invalid " + c.schema + " (" + std::to_string(c.errors.size()) + " violations)"};
@@ -56,7 +56,7 @@ void run_pack_validate(const PackArgs& a) {
     nlohmann::json j = {{"pack", a.pack}, {"valid", r.ok()}, {"errors", r.errors},
                         {"tools", r.tools}, {"briefing_chars", r.briefing_chars}};
     j["briefing_tokens"] = r.briefing_tokens ? nlohmann::json(*r.briefing_tokens) : nlohmann::json(nullptr);
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", printable_json(j, 2).c_str());
   } else {
     for (const auto& e : r.errors) std::printf("%s: %s\n", printable(a.pack).c_str(), printable(e).c_str());
     if (r.ok()) {

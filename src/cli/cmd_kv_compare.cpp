@@ -126,7 +126,7 @@ void run_compare(const CompareArgs& a) {
   kv::CompareReport report;
   if (!a.perturb.empty()) {
     const kv::PerturbReceipt receipt = kv::parse_receipt(read_file(a.perturb, 1 << 20), a.perturb);
-    perturbed.emplace(kv::apply_perturbation(std::move(right), receipt));
+    perturbed.emplace(kv::apply_perturbation(std::move(right), receipt, a.allow_non_finite));
     report = kv::compare_states(left, *perturbed, opts, &pool);
   } else {
     report = kv::compare_states(left, right, opts, &pool);

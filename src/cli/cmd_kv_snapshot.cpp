@@ -112,7 +112,7 @@ void add_export(CLI::App& kv) {
     if (!o->boundary.empty()) write_f32(o->boundary, r.boundary_logits, o->force);
     const kv::SnapshotManifest& m = r.snapshot.manifest();
     std::printf("%s: %d prefix tokens at positions [0, %d); resume token %d '%s' at position %lld\n",
-                o->output.c_str(), m.geometry.positions, m.geometry.positions, int(m.resume.token),
+                printable(o->output).c_str(), m.geometry.positions, m.geometry.positions, int(m.resume.token),
                 piece_text(*l.tokenizer, m.resume.token).c_str(), static_cast<long long>(m.resume.position));
     std::printf("keys %s\nvalues %s\n", m.keys.sha256.c_str(), m.values.sha256.c_str());
     print_seal(m);
@@ -331,7 +331,7 @@ void add_validate_replay(CLI::App& kv) {
     o->replay_threads = check_threads(o->replay_threads, "--replay-threads");
     const kv::GateOutcome g = run_replay_gate(*o);
     std::printf("%s\n", g.summary.c_str());
-    std::printf("receipt: %s\n", g.receipt_path.c_str());
+    std::printf("receipt: %s\n", printable(g.receipt_path).c_str());
     if (!g.pass) throw CheckFailed{"replay gate failed: " + g.summary};
   });
 }

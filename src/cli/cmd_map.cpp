@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/limits.h"
 #include "cli/map_commands.h"
 #include "map/study_anchor.h"
 #include "util/atomic_file.h"
@@ -43,7 +44,7 @@ void register_study(CLI::App& app) {
   ra->add_option("--seeds", o->seeds, "Model pairs (seeds)")->check(CLI::Range(1, 1000));
   ra->add_option("--fit-prompts", o->fit_prompts, "Fit prompts per seed")->check(CLI::Range(1, 100000));
   ra->add_option("--eval-prompts", o->eval_prompts, "Evaluation prompts per seed")->check(CLI::Range(1, 100000));
-  ra->add_option("--first-seed", o->first_seed, "First seed");
+  ra->add_option("--first-seed", o->first_seed, "First seed")->check(seed_value());
   ra->add_option("--layers", o->layers, "Layers of the toy models")->check(CLI::Range(2, 64));
   ra->add_option("--hidden", o->hidden, "Width (hidden size)")->check(CLI::Range(4, 4096));
   ra->add_option("--heads", o->heads, "Attention heads (= KV heads unless --kv-heads)")->check(CLI::Range(1, 256));

@@ -30,6 +30,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/printable.h"
 #include "util/sha256.h"
 
 namespace ember::cli {
@@ -90,7 +91,8 @@ contract::Endpoint endpoint(const map::ModelGeometry& g, const std::string& tok)
 std::string registration_of(const std::string& registry, const contract::RegistryQuery& q) {
   if (registry.empty()) return "unregistered";
   const contract::Registration r = contract::require_registered(registry, q);
-  std::fprintf(stderr, "ember: registry %s: mapper validated as entry %s\n", registry.c_str(), r.id.c_str());
+  std::fprintf(stderr, "ember: registry %s: mapper validated as entry %s\n", printable(registry).c_str(),
+               printable(r.id).c_str());
   return r.label();
 }
 
@@ -140,7 +142,7 @@ void add_collect(CLI::App& m) {
   c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json for both models (default: each GGUF's own)");
   add_prompt_list_flags(c, o->prompts);
   c->add_option("--split", o->split, "calib:eval prompt counts (frozen split)");
-  c->add_option("--seed", o->seed, "Split seed");
+  c->add_option("--seed", o->seed, "Split seed")->check(seed_value());
   add_threads_option(c, o->threads);
   c->add_flag("--no-residual-maps", o->no_residual,
               "Keep no residual statistics (smaller; map fit --residual-maps then refuses the set)");
@@ -250,7 +252,7 @@ void add_fit(CLI::App& m) {
       }
     for (const auto& rm : mp.residual)
       std::printf("residual map at boundary %d: R2 train %.6f eval %.6f\n", rm.boundary, rm.r2_train, rm.r2_eval);
-    std::printf("wrote %s and %s\n", o->output.c_str(), rpath.c_str());
+    std::printf("wrote %s and %s\n", printable(o->output).c_str(), printable(rpath).c_str());
   });
 }
 
@@ -336,7 +338,7 @@ void add_apply(CLI::App& m) {
     contract::write_receipt(rpath, r, o->force);
     std::cout << "mapped cache (" << mapping.kind << ", " << mapping.relation << ", mapper " << mapping.mapper_hash << ") of "
               << positions << " positions: layers [0, " << mp.shared_layers << ") reused, ["
-              << mp.shared_layers << ", " << tc.n_layers << ") mapped\nwrote " << o->output << "\n";
+              << mp.shared_layers << ", " << tc.n_layers << ") mapped\nwrote " << printable(o->output) << "\n";
     print_seal(sealed.manifest());
   });
 }

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/limits.h"
 #include "gguf/arch.h"
 #include "gguf/convert.h"
 #include "gguf/gguf_file.h"
@@ -11,6 +12,7 @@
 #include "gguf/synth.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 namespace ember::cli {
 namespace {
@@ -37,7 +39,7 @@ void register_inspect(CLI::App& model) {
     const gguf::GgufFile f = gguf::GgufFile::open(*path);
     const gguf::ModelSummary s = gguf::summarize(f);
     if (*json) {
-      std::cout << gguf::summary_json(s).dump(2) << "\n";
+      std::cout << printable_json(gguf::summary_json(s), 2) << "\n";
     } else {
       std::cout << gguf::summary_text(s);
     }
@@ -66,12 +68,12 @@ void register_quantize(CLI::App& model) {
       if (!t.fell_back) continue;
       ++fell_back;
       std::printf("  %s: row length not a multiple of the %s block: stored as %s\n",
-                  t.name.c_str(), gguf::type_name(uint32_t(target)).c_str(),
+                  printable(t.name).c_str(), gguf::type_name(uint32_t(target)).c_str(),
                   gguf::type_name(uint32_t(t.to)).c_str());
     }
     const gguf::GgufFile out = gguf::GgufFile::open(a->out);
     std::printf("wrote %s: %zu tensors as %s (%zu fell back), %llu bytes, identity %s\n",
-                a->out.c_str(), report.size(), gguf::type_name(uint32_t(target)).c_str(),
+                printable(a->out).c_str(), report.size(), gguf::type_name(uint32_t(target)).c_str(),
                 fell_back, (unsigned long long)out.file_size(),
                 gguf::model_identity(out).hex().c_str());
   });
@@ -114,7 +116,7 @@ void register_synth(CLI::App& model) {
                                  "Base GGUF: keep its embeddings and layers < --share-layers byte for byte, "
                                  "re-draw the rest (same geometry and types)");
   auto* share = cmd->add_option("--share-layers", a->share_layers, "With --derive-from: the layers kept (s)");
-  cmd->add_option("--seed", s.seed, "random seed")->required();
+  cmd->add_option("--seed", s.seed, "random seed")->required()->check(seed_value());
   s.pre_tokenizer = "bloom";  // the command's default: a file llama.cpp loads too
   cmd->add_option("--pre-tokenizer", s.pre_tokenizer,
                               "tokenizer.ggml.pre: bloom (llama.cpp loads it) | ember-bytes (before)")
@@ -133,8 +135,9 @@ void register_synth(CLI::App& model) {
       gguf::derive_model(base, a->share_layers, a->spec.seed).write_file(a->out, a->force);
       const gguf::GgufFile out = gguf::GgufFile::open(a->out);
       std::printf("wrote %s: %zu tensors, %llu bytes, identity %s (shares embeddings and layers < %lld with %s)\n",
-                  a->out.c_str(), out.tensors().size(), (unsigned long long)out.file_size(),
-                  gguf::model_identity(out).hex().c_str(), (long long)a->share_layers, a->derive_from.c_str());
+                  printable(a->out).c_str(), out.tensors().size(), (unsigned long long)out.file_size(),
+                  gguf::model_identity(out).hex().c_str(), (long long)a->share_layers,
+                  printable(a->derive_from).c_str());
       return;
     }
     gguf::SynthSpec spec = a->spec;
@@ -170,7 +173,7 @@ void register_synth(CLI::App& model) {
                   f.name.c_str(), a->type.c_str(), gguf::type_name(uint32_t(f.type)).c_str());
     w.write_file(a->out, a->force);
     const gguf::GgufFile out = gguf::GgufFile::open(a->out);
-    std::printf("wrote %s: %zu tensors, %llu bytes, identity %s\n", a->out.c_str(),
+    std::printf("wrote %s: %zu tensors, %llu bytes, identity %s\n", printable(a->out).c_str(),
                 out.tensors().size(), (unsigned long long)out.file_size(),
                 gguf::model_identity(out).hex().c_str());
   });

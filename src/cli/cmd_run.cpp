@@ -186,10 +186,13 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("-n", args->n, "selection steps (tokens to generate)")->capture_default_str();
   add_threads_option(cmd, args->threads);
   add_past_context_flag(cmd, args->allow_past_context);
-  cmd->add_option("--temp", args->temp, "sampling temperature (0: greedy)")->capture_default_str();
-  cmd->add_option("--top-k", args->top_k, "keep the k most likely tokens (0: all)");
-  cmd->add_option("--top-p", args->top_p, "nucleus probability mass in (0, 1]");
-  cmd->add_option("--seed", args->seed, "sampling seed");
+  cmd->add_option("--temp", args->temp, "sampling temperature (0: greedy)")
+      ->capture_default_str()
+      ->check(finite_number([](double t) { return t >= 0; }, "a finite number >= 0 (0: greedy)"));
+  cmd->add_option("--top-k", args->top_k, "keep the k most likely tokens (0: all)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-p", args->top_p, "nucleus probability mass in (0, 1]")
+      ->check(finite_number([](double p) { return p > 0 && p <= 1; }, "a number in (0, 1]"));
+  cmd->add_option("--seed", args->seed, "sampling seed")->check(seed_value());
   cmd->add_option("--dump-logits", args->dump_logits,
                   "write every step's f32 logits [steps][vocab] to FILE and the prompt + chosen "
                   "ids (int32) to FILE.tokens");

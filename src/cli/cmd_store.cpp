@@ -73,7 +73,7 @@ void register_store_commands(CLI::App& app) {
       std::printf("%s state %s in namespace %s: %zu chunks, %zu written, %zu new prefix keys\n",
                   r.stored ? "stored" : "already stored", r.seal.c_str(), r.ns.c_str(), r.chunks, r.chunks_written,
                   r.prefix_keys);
-      if (!o->name.empty()) std::printf("name %s/%s\n", r.ns.c_str(), o->name.c_str());
+      if (!o->name.empty()) std::printf("name %s/%s\n", printable(r.ns).c_str(), printable(o->name).c_str());
       std::printf("seal %s\n", r.seal.c_str());
     });
   }
@@ -245,7 +245,7 @@ void register_store_commands(CLI::App& app) {
       if (o->json) {
         std::fputs(kv::pretty_json(j).c_str(), stdout);
       } else {
-        for (const auto& [k, v] : j.items()) std::printf("%-14s %s\n", k.c_str(), v.dump().c_str());
+        for (const auto& [k, v] : j.items()) std::printf("%-14s %s\n", k.c_str(), printable_json(v).c_str());
       }
     });
   }

@@ -31,7 +31,7 @@ void register_sweep_command(CLI::App& study) {
   add_prompt_list_flags(c, *prompts);
   c->add_option("--tokenizer", o->tokenizer_path, "Hugging Face tokenizer.json for both models (default: each GGUF's own)");
   c->add_option("--split", *split, "Calibration:evaluation prompt counts (frozen split)");
-  c->add_option("--seed", o->seed, "Split seed");
+  c->add_option("--seed", o->seed, "Split seed")->check(seed_value());
   c->add_option("--lambda", o->lambda, "The one penalty of the fit");
   c->add_option("--kind", o->kind,
                 "affine (affine maps, L2 anchor toward the identity; default) | ridge (plain ridge, the ridge pilot)")

@@ -1,8 +1,11 @@
 #include "cli/limits.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "util/error.h"
+#include "util/printable.h"
 #include "util/thread_pool.h"
 
 namespace ember::cli {
@@ -10,6 +13,29 @@ namespace ember::cli {
 CLI::Option* add_threads_option(CLI::App* c, int& threads, const std::string& help) {
   threads = 0;
   return c->add_option("--threads", threads, help);
+}
+
+CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        static const std::string kMax = "18446744073709551615";  // 2^64 - 1
+        bool digits = !text.empty() && text.size() <= kMax.size();
+        for (char ch : text) digits = digits && ch >= '0' && ch <= '9';
+        if (digits && (text.size() < kMax.size() || text <= kMax) && (text.size() == 1 || text[0] != '0')) return "";
+        return "expected a decimal integer in [0, " + kMax + "], found " + printable(text);
+      },
+      "SEED");
+}
+
+CLI::Validator finite_number(bool (*ok)(double), const std::string& expected) {
+  return CLI::Validator(
+      [ok, expected](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = text.empty() ? NAN : std::strtod(text.c_str(), &end);
+        if (end == text.c_str() + text.size() && std::isfinite(v) && ok(v)) return "";
+        return "expected " + expected + ", found " + printable(text);
+      },
+      "NUMBER");
 }
 
 int check_threads(int requested, const std::string& flag) {

@@ -28,6 +28,15 @@ int resolve_threads(int requested, const std::string& flag = "--threads");
 // " (the cores present)" when requested was 0, else "" (for run summaries).
 std::string threads_origin(int requested);
 
+// Validators for numeric flags, checked on the text before CLI11 converts it: CLI11 2.1 reads
+// an unsigned flag with strtoull, which turns "-1" into 2^64-1, saturates 18446744073709551616
+// to 2^64-1 and reads "010" as octal 8; a float flag takes any value, -1, inf and nan included.
+// A refusal is one line, "<flag>: expected <what>, found <text>" (CLI11 adds its --help hint).
+// A seed: a decimal integer in [0, 2^64-1], digits only.
+CLI::Validator seed_value();
+// A finite decimal number accepted by `ok`, described as `expected` ("a finite number >= 0").
+CLI::Validator finite_number(bool (*ok)(double), const std::string& expected);
+
 // Adds `--allow-past-context` to `c`.
 CLI::Option* add_past_context_flag(CLI::App* c, bool& allow);
 

@@ -1,4 +1,5 @@
 // ember: KV caches as first-class artifacts. The executable only wires command groups.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
@@ -7,6 +8,10 @@
 #include "util/printable.h"
 
 int main(int argc, char** argv) {
+  // Past RLIMIT_FSIZE (ulimit -f) the kernel's default for SIGXFSZ kills the process with no
+  // message and leaves a writer's temporary behind. Ignored, write() fails with EFBIG instead:
+  // the atomic writer reports it on one line naming the output and removes its temporary.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"ember: export, verify, replay, compare and translate transformer KV caches"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ember 0.1.0");

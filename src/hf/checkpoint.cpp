@@ -1,6 +1,8 @@
 #include "hf/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -100,6 +102,13 @@ std::vector<Planned> plan(const HfConfig& c) {
   return p;
 }
 
+// A config.json number as the user wrote it, near enough: "1e-50", not to_string's "0.000000".
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
 std::string shape_text(const std::vector<uint64_t>& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
@@ -135,10 +144,19 @@ HfConfig read_config(const std::string& path) {
   c.ffn = int(o.integer("intermediate_size", 1, 1 << 20));
   c.vocab = int(o.integer("vocab_size", 1, 1 << 24));
   c.context = o.has("max_position_embeddings") ? int(o.integer("max_position_embeddings", 1, 1 << 24)) : 2048;
+  // Both are written to the GGUF as f32, so the range is checked on the f32 value: a double
+  // such as 1e39 or 1e-50 passes a double check and becomes inf or 0, which the GGUF reader
+  // (model/config.cpp) refuses after the import has exited 0.
   c.rms_eps = o.number("rms_norm_eps");
-  if (!(c.rms_eps > 0 && c.rms_eps < 1)) fail_field(path, "rms_norm_eps", "a number in (0, 1)", std::to_string(c.rms_eps));
+  const float eps32 = float(c.rms_eps);
+  if (!(eps32 > 0 && eps32 < 1))
+    fail_field(path, "rms_norm_eps", "a number in (0, 1), non-zero as f32 (GGUF stores it as f32)",
+               number_text(c.rms_eps) + (c.rms_eps > 0 && c.rms_eps < 1 ? " (0 as f32)" : ""));
   c.rope_theta = o.has("rope_theta") ? o.number("rope_theta") : 10000.0;
-  if (!(c.rope_theta > 1)) fail_field(path, "rope_theta", "a number > 1", std::to_string(c.rope_theta));
+  const float theta32 = float(c.rope_theta);
+  if (!(theta32 > 1 && std::isfinite(theta32)))
+    fail_field(path, "rope_theta", "a number > 1, finite as f32 (at most 3.4e38; GGUF stores it as f32)",
+               number_text(c.rope_theta) + (c.rope_theta > 1 ? " (inf as f32)" : ""));
   c.tied = o.has("tie_word_embeddings") ? o.boolean("tie_word_embeddings") : false;
   c.qkv_bias = info->qkv_bias == gguf::Feature::required || (o.has("attention_bias") && o.boolean("attention_bias"));
   if (info->qkv_bias == gguf::Feature::forbidden && c.qkv_bias)

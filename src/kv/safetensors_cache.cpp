@@ -253,7 +253,9 @@ void write_safetensors_cache(const model::KvCache& c, const std::string& rope_la
     st::write_file(path, ts, md, force);
     return;
   }
-  AtomicDirectory dir(path, force);
+  // --force replaces only a vLLM cache directory ember could have written (any layer count).
+  AtomicDirectory dir(path, DirectoryKind::numbered("a vLLM cache directory", "model.layers.", ".self_attn.attn.safetensors"),
+                      force);
   for (int l = 0; l < c.n_layers; ++l) {
     auto f = dir.create(vllm_file(l));
     st::write(f->sink(),

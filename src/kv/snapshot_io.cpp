@@ -354,7 +354,11 @@ VerifiedState read_state_dir(const std::string& dir, const ReadOptions& options)
 
 void write_state_dir(const VerifiedState& v, const std::string& dir, bool force) {
   const KvState& s = v.state();
-  AtomicDirectory out(dir, force);
+  // --force replaces only a state directory (any of the three kinds): the same three entries.
+  AtomicDirectory out(dir,
+                      DirectoryKind::fixed("an ember snapshot, mapped or foreign cache directory",
+                                           {kManifestFile, kKeysFile, kValuesFile}),
+                      force);
   for (Payload p : {Payload::keys, Payload::values}) {
     auto f = out.create(payload_file(p));
     // The hash is computed over exactly the bytes written: a cache that is not the sealed one

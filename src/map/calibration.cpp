@@ -226,7 +226,7 @@ void CalibrationSet::validate(const std::string& where) const {
 
 void CalibrationSet::write(const std::string& dir, bool force) const {
   validate(dir);
-  AtomicDirectory out(dir, force);
+  AtomicDirectory out(dir, DirectoryKind::fixed("an ember calibration set", {"manifest.json", "stats.f64le"}), force);
   nlohmann::json prompts_json = nlohmann::json::array();
   for (const CalibPrompt& b : prompts)
     prompts_json.push_back({{"prompt_hash", b.prompt_hash}, {"part", split_part_name(b.part)}, {"rows", b.rows}});

@@ -128,7 +128,7 @@ void Mapper::write(const std::string& dir, bool force) const {
   if (!kv::is_relation(relation))
     fail_field(dir, "relation", "quantization-boundary, same-base or cross-model (--relation)",
                relation.empty() ? "none" : "'" + relation + "'");
-  AtomicDirectory out(dir, force);
+  AtomicDirectory out(dir, DirectoryKind::fixed("an ember mapper directory", {"manifest.json", "weights.f64le"}), force);
   {
     auto f = out.create("weights.f64le");
     write_weights(*this, f->sink());

@@ -11,12 +11,15 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
+#include <set>
 #include <utility>
 #include <vector>
 
 #include "util/error.h"
 #include "util/open_file.h"
+#include "util/printable.h"
 
 namespace ember {
 namespace {
@@ -128,13 +131,54 @@ void remove_tree(const std::string& path) {
   fs::remove_all(path, ec);
 }
 
+// Whether canonical path `p` lies strictly below canonical directory `dir`.
+bool is_below(const std::string& p, const std::string& dir) {
+  return p.size() > dir.size() && p.compare(0, dir.size(), dir) == 0 && (dir == "/" || p[dir.size()] == '/');
+}
+
+// N when `name` is numbered_prefix N numbered_suffix (N decimal, no leading zero), else -1.
+long numbered_index(const std::string& name, const DirectoryKind& k) {
+  const std::string &pre = k.numbered_prefix, &suf = k.numbered_suffix;
+  if (pre.empty() || name.size() <= pre.size() + suf.size() || name.compare(0, pre.size(), pre) != 0 ||
+      name.compare(name.size() - suf.size(), suf.size(), suf) != 0)
+    return -1;
+  const std::string digits = name.substr(pre.size(), name.size() - pre.size() - suf.size());
+  if (digits.size() > 9 || (digits.size() > 1 && digits[0] == '0')) return -1;
+  for (char ch : digits)
+    if (ch < '0' || ch > '9') return -1;
+  return std::stol(digits);
+}
+
+bool kind_names(const DirectoryKind& k, const std::string& name) {
+  return std::find(k.entries.begin(), k.entries.end(), name) != k.entries.end() || numbered_index(name, k) >= 0;
+}
+
+// The old directory a forced replacement swapped out (checked by refuse_unless_replaceable an
+// instant before): its kind's regular files are unlinked, then the directory is rmdir'ed. Never
+// recursive, so whatever appeared in it since the check survives (under the temporary name).
+void remove_replaced(const std::string& dir, const DirectoryKind& kind) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (kind_names(kind, e->d_name)) names.emplace_back(e->d_name);
+    ::closedir(d);
+  }
+  for (const std::string& n : names) {
+    struct stat st {};
+    const std::string p = dir + "/" + n;
+    if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(p.c_str());
+  }
+  ::rmdir(dir.c_str());
+}
+
 [[noreturn]] void fail_exists(const std::string& shown) {
   fail(shown, "already exists; refusing to overwrite it (pass --force to replace it)");
 }
 
 // The fallbacks where renameat2 flags are not supported (see the header).
 void publish_fallback(const std::string& temp, const std::string& final, const std::string& shown, bool force,
-                      bool directory) {
+                      const DirectoryKind* kind) {
+  const bool directory = kind != nullptr;
   ++g_fallback;
   if (!directory) {
     if (force) {
@@ -151,6 +195,7 @@ void publish_fallback(const std::string& temp, const std::string& final, const s
   std::string aside;
   if (path_exists(final)) {
     if (!force) fail_exists(shown);
+    refuse_unless_replaceable(final, *kind);
     aside = temp_sibling(final);
     if (::rename(final.c_str(), aside.c_str()) != 0) fail(shown, "cannot move the existing one aside: " + err());
   }
@@ -158,12 +203,14 @@ void publish_fallback(const std::string& temp, const std::string& final, const s
     if (errno == EEXIST || errno == ENOTEMPTY) fail_exists(shown);
     fail(shown, "rename failed: " + err());
   }
-  if (!aside.empty()) remove_tree(aside);
+  if (!aside.empty()) remove_replaced(aside, *kind);
 }
 
-// Moves `temp` to `final` without ever replacing anything, or with force by exchange.
+// Moves `temp` to `final` without ever replacing anything, or with force by exchange. `kind`
+// is null for a file, the directory's kind for a directory.
 void publish(const std::string& temp, const std::string& final, const std::string& shown, bool force,
-             bool directory) {
+             const DirectoryKind* kind) {
+  const bool directory = kind != nullptr;
   if (force) refuse_other_kind(final, directory);
   for (int attempt = 0; attempt < 4; ++attempt) {
     if (!force || !path_exists(final)) {
@@ -171,23 +218,25 @@ void publish(const std::string& temp, const std::string& final, const std::strin
         ++g_no_replace;
         return;
       }
-      if (unsupported(errno)) return publish_fallback(temp, final, shown, force, directory);
+      if (unsupported(errno)) return publish_fallback(temp, final, shown, force, kind);
       if (errno != EEXIST) fail(shown, "rename failed: " + err());
       if (!force) fail_exists(shown);
       refuse_other_kind(final, directory);
     }
+    // Checked again at the last moment: the directory may have changed since the constructor.
+    if (directory) refuse_unless_replaceable(final, *kind);
     if (rename_flags(temp, final, RENAME_EXCHANGE) == 0) {
       ++g_exchange;
       // The old artifact now sits under the temporary name; a kill here leaves it to the
       // next write's sweep (this process's pid is dead by then), the new one at the path.
       if (directory) {
-        remove_tree(temp);
+        remove_replaced(temp, *kind);
       } else {
         ::unlink(temp.c_str());
       }
       return;
     }
-    if (unsupported(errno)) return publish_fallback(temp, final, shown, force, directory);
+    if (unsupported(errno)) return publish_fallback(temp, final, shown, force, kind);
     if (errno != ENOENT) fail(shown, "exchange failed: " + err());
     // The existing one vanished between the check and the exchange: publish afresh.
   }
@@ -209,7 +258,9 @@ class AtomicFile::FdSink final : public ByteSink {
       const ssize_t w = ::write(fd_, p, left);
       if (w < 0) {
         if (errno == EINTR) continue;
-        fail(shown_, "write failed: " + err());
+        if (errno == EFBIG)  // with SIGXFSZ ignored (cli/main.cpp), RLIMIT_FSIZE reads as this
+          fail(shown_, "write failed: the file size limit was reached (ulimit -f, RLIMIT_FSIZE; " +
+                           std::to_string(n_bytes_ + (n - left)) + " bytes written); nothing was published");
       }
       p += w;
       left -= size_t(w);
@@ -269,19 +320,22 @@ ByteSink& AtomicFile::sink() { return *sink_; }
 void AtomicFile::commit() {
   EMBER_CHECK(!committed_);
   sink_->sync();
-  publish(temp_path_, final_path_, shown_path_, force_, /*directory=*/false);
+  publish(temp_path_, final_path_, shown_path_, force_, /*kind=*/nullptr);
   committed_ = true;
   sink_->close();
   fsync_path(parent_of(final_path_), true, shown_path_);
 }
 
-AtomicDirectory::AtomicDirectory(std::string final_path, bool force)
-    : final_path_(strip_trailing_slashes(std::move(final_path))), force_(force) {
+AtomicDirectory::AtomicDirectory(std::string final_path, DirectoryKind kind, bool force)
+    : final_path_(strip_trailing_slashes(std::move(final_path))), kind_(std::move(kind)), force_(force) {
   temp_path_ = temp_sibling(final_path_);
   make_parents(final_path_, final_path_);
   remove_stale_temporaries(final_path_);
   refuse_existing(final_path_, force_);
-  if (force_) refuse_other_kind(final_path_, /*directory=*/true);
+  if (force_) {
+    refuse_other_kind(final_path_, /*directory=*/true);
+    refuse_unless_replaceable(final_path_, kind_);  // before anything is computed or written
+  }
   if (::mkdir(temp_path_.c_str(), 0755) != 0) fail(final_path_, "cannot create a temporary beside it: " + err());
   lock_fd_ = ::open(temp_path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (lock_fd_ < 0 || ::flock(lock_fd_, LOCK_EX) != 0) {
@@ -307,7 +361,7 @@ std::unique_ptr<AtomicFile> AtomicDirectory::create(const std::string& name) {
 void AtomicDirectory::commit() {
   EMBER_CHECK(!committed_);
   fsync_path(temp_path_, true, final_path_);
-  publish(temp_path_, final_path_, final_path_, force_, /*directory=*/true);
+  publish(temp_path_, final_path_, final_path_, force_, &kind_);
   committed_ = true;
   ::close(lock_fd_);
   lock_fd_ = -1;
@@ -367,13 +421,6 @@ void remove_stale_temporaries(const std::string& final_path) {
   }
 }
 
-namespace {
-// Whether canonical path `p` lies strictly below canonical directory `dir`.
-bool is_below(const std::string& p, const std::string& dir) {
-  return p.size() > dir.size() && p.compare(0, dir.size(), dir) == 0 && (dir == "/" || p[dir.size()] == '/');
-}
-}  // namespace
-
 void refuse_output_is_input(const std::string& output, const std::vector<std::string>& inputs) {
   if (output.empty()) return;
   std::error_code ec;
@@ -398,6 +445,70 @@ void refuse_output_is_input(const std::string& output, const std::vector<std::st
         fail(output, "is inside the input directory '" + in + "'; refusing to write into an input");
     }
   }
+}
+
+std::string DirectoryKind::describe_entries() const {
+  if (entries.empty()) return numbered_prefix + "<N>" + numbered_suffix + " for N = 0, 1, ...";
+  std::string out;
+  for (const std::string& e : entries) out += (out.empty() ? "" : ", ") + e;
+  return out;
+}
+
+void refuse_unless_replaceable(const std::string& path, const DirectoryKind& kind) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;  // nothing there to replace
+  const std::string expected = kind.label + " (" + kind.describe_entries() + ") or an empty directory";
+  if (!S_ISDIR(st.st_mode)) fail_field(path, "--force", expected, kind_of(st.st_mode) + " (left as it was)");
+  // Whatever they hold: replacing the working directory or an ancestor pulls the ground from
+  // under this process (and whoever started it), and "/" is everything.
+  std::error_code ec, cwd_ec;
+  const fs::path canon = fs::canonical(path, ec);
+  const fs::path cwd = fs::canonical(fs::current_path(cwd_ec), cwd_ec);
+  if (ec) fail(path, "cannot resolve it to check what --force would replace: " + ec.message());
+  if (canon == "/") fail_field(path, "--force", expected, "the root directory '/' (left as it was)");
+  if (!cwd_ec && (canon == cwd || is_below(cwd.string(), canon.string())))
+    fail_field(path, "--force", expected + ", never the working directory or one of its ancestors",
+               (canon == cwd ? "the current working directory" : "an ancestor of the current working directory '" +
+                                                                    cwd.string() + "'") + std::string(" (left as it was)"));
+  // Its entries, by name, in order: what is not the kind's, then what the kind misses.
+  std::vector<std::pair<std::string, unsigned>> found;
+  DIR* d = ::opendir(path.c_str());
+  if (!d) fail(path, "cannot list it to check what --force would replace: " + err());
+  while (const dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    struct stat es {};
+    found.emplace_back(n, ::lstat((path + "/" + n).c_str(), &es) == 0 ? unsigned(es.st_mode) : 0u);
+  }
+  ::closedir(d);
+  if (found.empty()) return;  // an empty directory holds nothing to lose
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> odd;
+  std::set<std::string> named;
+  std::set<long> numbers;
+  for (const auto& [n, mode] : found) {
+    const std::string q = "'" + printable(n) + "'";
+    if (!S_ISREG(mode)) {
+      odd.push_back(q + " (" + (mode ? describe_file_type(mode) : std::string("unreadable")) + ")");
+    } else if (!kind_names(kind, n)) {
+      odd.push_back(q);
+    } else {
+      named.insert(n);
+      if (numbered_index(n, kind) >= 0) numbers.insert(numbered_index(n, kind));
+    }
+  }
+  if (odd.empty()) {
+    for (const std::string& e : kind.entries)
+      if (!named.count(e)) odd.push_back("no '" + e + "'");
+    if (kind.entries.empty() && !numbers.empty() && *numbers.rbegin() + 1 != long(numbers.size()))
+      odd.push_back(std::to_string(numbers.size()) + " numbered files, not N = 0.." +
+                    std::to_string(numbers.size() - 1));
+    if (odd.empty()) return;
+  }
+  std::string list;
+  for (size_t i = 0; i < odd.size() && i < 4; ++i) list += (i ? ", " : "") + odd[i];
+  if (odd.size() > 4) list += " and " + std::to_string(odd.size() - 4) + " more";
+  fail_field(path, "--force", expected, list + " (left as it was)");
 }
 
 AtomicPublishCounts atomic_publish_counts() {

@@ -60,12 +60,42 @@ class AtomicFile {
   bool committed_ = false;
 };
 
+// The kind of directory an AtomicDirectory writes, by the entries it holds: what a forced
+// replacement may take away. `--force` must replace an artifact ember wrote and never anything
+// else (a user's directory given as the output by mistake, the working directory, "/"), so a
+// directory is replaceable only when it is empty or when every entry is a regular file (no
+// symlink, no subdirectory, no FIFO) named as the kind names its entries and the names form
+// one whole artifact: all of `entries`, or, for a numbered kind, `numbered_prefix` N
+// `numbered_suffix` for every N in 0..count-1 (count >= 1).
+struct DirectoryKind {
+  std::string label;                 // for messages: "an ember state directory (...)"
+  std::vector<std::string> entries;  // fixed names, all required
+  std::string numbered_prefix, numbered_suffix;  // a numbered kind (entries empty)
+  static DirectoryKind fixed(std::string label, std::vector<std::string> entries) {
+    return {std::move(label), std::move(entries), "", ""};
+  }
+  static DirectoryKind numbered(std::string label, std::string prefix, std::string suffix) {
+    return {std::move(label), {}, std::move(prefix), std::move(suffix)};
+  }
+  // "manifest.json, keys.f16le, values.f16le" or "model.layers.<N>.x.safetensors for N = 0.."
+  std::string describe_entries() const;
+};
+
+// Refuses (Error naming `path` and, by name, what it holds that the kind does not) a forced
+// replacement of `path` by a directory of `kind`: a path that is not a directory of that kind
+// (above), or that is "/", the current working directory or one of its ancestors. Nothing is
+// touched. A missing path passes. AtomicDirectory calls it before it writes and again just
+// before it swaps.
+void refuse_unless_replaceable(const std::string& path, const DirectoryKind& kind);
+
 // A directory of files (a snapshot). Files are created inside the temporary directory with
 // fixed names chosen by ember (never taken from input); commit() fsyncs them and publishes the
-// directory as described above.
+// directory as described above. With force, an existing directory is replaced only when
+// refuse_unless_replaceable(final_path, kind) passes, and the old one is then removed entry by
+// entry (the kind's names only) and rmdir'ed, never recursively.
 class AtomicDirectory {
  public:
-  AtomicDirectory(std::string final_path, bool force);
+  AtomicDirectory(std::string final_path, DirectoryKind kind, bool force);
   ~AtomicDirectory();
   AtomicDirectory(const AtomicDirectory&) = delete;
   AtomicDirectory& operator=(const AtomicDirectory&) = delete;
@@ -76,6 +106,7 @@ class AtomicDirectory {
 
  private:
   std::string final_path_, temp_path_;
+  DirectoryKind kind_;
   bool force_;
   int lock_fd_ = -1;  // O_DIRECTORY descriptor of the temporary, flock'ed while it exists
   bool committed_ = false;

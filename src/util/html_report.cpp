@@ -274,8 +274,10 @@ std::string chart(const Chart& c) {
       xs.push_back(p.x);
       ys.push_back(p.y);
     }
-  const auto [x0, x1] = axis_range(c.x, xs);
-  const auto [y0, y1] = axis_range(c.y, ys);
+  // Plain names, not structured bindings: the lambdas below capture them, which C++20
+  // allows but clang 14 (Debian 12's, the fuzz build's compiler) refuses.
+  const std::pair<double, double> xr = axis_range(c.x, xs), yr = axis_range(c.y, ys);
+  const double x0 = xr.first, x1 = xr.second, y0 = yr.first, y1 = yr.second;
   const double pw = c.width - ml - mr, ph = c.height - mt - mb;
   auto pos = [](double v, double lo, double hi, bool log) {
     const double t = log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) : (v - lo) / (hi - lo);

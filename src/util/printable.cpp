@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 namespace ember {
 namespace {
@@ -67,6 +68,14 @@ std::string printable(std::string_view s) {
     }
   }
   return out;
+}
+
+std::string printable_json(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace);
+}
+
+std::string printable_json(const nlohmann::ordered_json& j, int indent) {
+  return j.dump(indent, ' ', /*ensure_ascii=*/true, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace ember

@@ -2,6 +2,7 @@
 // Text from files (manifest fields, GGUF names and metadata, JSON keys) made safe for a
 // terminal and for one-line messages. Every error message (fail/fail_field, and the CLI's one
 // place that prints errors) and every text table that shows strings from files goes through it.
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
@@ -14,5 +15,12 @@ namespace ember {
 // characters, and printable(printable(s)) == printable(s) (a backslash is kept as is, so a
 // file's literal "\x1b" reads the same as an escaped ESC: safe, not reversible).
 std::string printable(std::string_view s);
+
+// JSON for a terminal or a pipe (`--json` on stdout): ASCII only, so a bidi override or a C1
+// control in a string from a file reads as \u202e / \u009b, never acts; invalid UTF-8 (which
+// nlohmann's plain dump() throws on, a raw exception message) becomes U+FFFD, escaped. The
+// document means the same to any JSON reader. `indent` as in dump() (-1: one line).
+std::string printable_json(const nlohmann::json& j, int indent = -1);
+std::string printable_json(const nlohmann::ordered_json& j, int indent = -1);
 
 }  // namespace ember

@@ -76,8 +76,8 @@ Header parse_header(std::span<const uint8_t> file, const std::string& where) {
                std::to_string(n));
   const std::string_view text(reinterpret_cast<const char*>(file.data()) + 8, size_t(n));
   if (text.front() != '{') fail_field(where, "header", "a JSON object starting with '{'", "other bytes");
-  // Each value of the header takes at least one byte of text.
-  const json h = parse_json_strict(text, where + ": header", 4, size_t(n) + 1);
+  // Each value of the header takes at least one byte of text; kMaxHeaderValues bounds the memory.
+  const json h = parse_json_strict(text, where + ": header", 4, std::min(size_t(n) + 1, kMaxHeaderValues));
   if (!h.is_object()) fail_field(where, "header", "a JSON object", json_type_name(h));
   Header out;
   out.data_start = 8 + n;

@@ -12,7 +12,7 @@
 //
 // The reader refuses, naming the field: N < 2 or over 100 MiB (the reference reader's
 // limit) or past the file; a header that is not one strict UTF-8 JSON object (duplicate
-// keys, depth > 4); an entry without exactly dtype/shape/data_offsets; an unknown dtype
+// keys, depth > 4, more than kMaxHeaderValues values); an entry without exactly dtype/shape/data_offsets; an unknown dtype
 // (the F8/F4 types included: nothing here reads them); a shape of more than 8 dims or a
 // product over 2^40 elements; offsets with begin > end or end past the buffer; a byte size
 // that is not the shape's; overlapping tensors, holes between them and bytes after the last
@@ -36,6 +36,13 @@ const char* dtype_name(Dtype d);  // "F32", "BF16", ... as in the header
 size_t dtype_size(Dtype d);
 
 inline constexpr uint64_t kMaxHeader = uint64_t(100) << 20;
+// JSON values in a header (objects, arrays, strings, numbers), counted while it is parsed and
+// refused the moment the count passes this: the parsed form of a hostile header costs up to
+// ~35 bytes of memory per byte of text (83 MiB of "[{},{},...]" took 2.9 GB RSS and 47 s before
+// this bound; now ~100 MB and a fraction of a second, docs/reliability.md "Round 2"). A tensor
+// entry is at most 14 values, a metadata entry 2, so 2^20 is some 70,000 tensors: more than any
+// one checkpoint file or KV cache holds.
+inline constexpr size_t kMaxHeaderValues = size_t(1) << 20;
 inline constexpr int kMaxDims = 8;
 
 struct TensorInfo {

@@ -176,5 +176,32 @@ TEST(Perturb, SpecIsChecked) {
   EXPECT_THROW(parse_perturb_part("q"), Error);
 }
 
+// Issue 35, item 6: `kv perturb --scale 65536` wrote a receipt whose cache holds inf (f16
+// overflows past 65504), and `kv compare --perturb` used those K without --allow-non-finite,
+// the one opt-in. Checked failing before: make_receipt and apply_perturbation both accepted it.
+TEST(Perturb, AScaleThatOverflowsF16IsRefusedUnlessNonFiniteIsAllowed) {
+  const ComparedState src = synthetic_state(2, 2, 4, 3, 5);
+  const std::string e = test::error_of([&] { make_receipt(src, spec(1, 0, PerturbPart::k, false, 65536.0f)); });
+  EXPECT_EQ(e.rfind("kv perturb: --scale 65536: K layer 1 kv_head 0 position ", 0), 0u) << e;
+  EXPECT_NE(e.find(": expected finite after the perturbation, found inf from "), std::string::npos) << e;
+  EXPECT_NE(e.find("(f16's largest value is 65504)"), std::string::npos) << e;
+  // A receipt written by hand (or by an older ember) is refused when it is applied.
+  PerturbReceipt r = make_receipt(src, spec(1, 0, PerturbPart::k, false, 2.0f));
+  r.spec.scale_bits = f32_to_bits(65536.0f);
+  r.changed_k = 0;
+  const uint16_t* row = src.cache.k_row(1, 0, 0);
+  for (int i = 0; i < 3 * 4; ++i) r.changed_k += f32_to_f16(f16_to_f32(row[i]) * 65536.0f) != row[i];
+  const std::string a = test::error_of([&] { apply_perturbation(copy_state(src), r); });
+  EXPECT_EQ(a.rfind("perturbation receipt: K layer 1 kv_head 0 position ", 0), 0u) << a;
+  EXPECT_NE(a.find("expected finite after the perturbation, found inf (kv compare --allow-non-finite analyses it "
+                   "anyway)"),
+            std::string::npos)
+      << a;
+  const PerturbedState p = apply_perturbation(copy_state(src), r, /*allow_non_finite=*/true);
+  EXPECT_EQ(p.state().identity.kind, "perturbed");
+  // A scale that stays inside f16 is still fine.
+  EXPECT_EQ(test::error_of([&] { make_receipt(src, spec(1, 0, PerturbPart::kv, false, 2.0f)); }), "");
+}
+
 }  // namespace
 }  // namespace ember::kv

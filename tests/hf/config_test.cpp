@@ -57,5 +57,31 @@ TEST(HfConfig, RefusesNamingTheField) {
             std::string::npos);
 }
 
+// Issue 35, item 3: rope_theta 1e39 and rms_norm_eps 1e-50 passed the check on the double and
+// became inf and 0 in the GGUF's f32, which ember then refused to load (the import exited 0).
+// Checked failing before: read_config accepted both.
+TEST(HfConfig, RangesAreCheckedOnTheF32TheGgufStores) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string t = kBase;
+    t.replace(t.find(from), from.size(), to);
+    return test::error_of([&] { read_config(config_file(t)); });
+  };
+  const std::string theta = with("\"rope_theta\":1000000.0", "\"rope_theta\":1e39");
+  EXPECT_NE(theta.find(": rope_theta: expected a number > 1, finite as f32 (at most 3.4e38; GGUF stores it as f32), "
+                       "found 1e+39 (inf as f32)"),
+            std::string::npos)
+      << theta;
+  const std::string eps = with("\"rms_norm_eps\":1e-6", "\"rms_norm_eps\":1e-50");
+  EXPECT_NE(eps.find(": rms_norm_eps: expected a number in (0, 1), non-zero as f32 (GGUF stores it as f32), found "
+                     "1e-50 (0 as f32)"),
+            std::string::npos)
+      << eps;
+  EXPECT_NE(with("\"rms_norm_eps\":1e-6", "\"rms_norm_eps\":-1").find("rms_norm_eps: expected"), std::string::npos);
+  EXPECT_NE(with("\"rope_theta\":1000000.0", "\"rope_theta\":0.5").find("found 0.5"), std::string::npos);
+  // The largest values f32 holds still pass.
+  EXPECT_EQ(with("\"rope_theta\":1000000.0", "\"rope_theta\":3e38"), "");
+  EXPECT_EQ(with("\"rms_norm_eps\":1e-6", "\"rms_norm_eps\":1e-40"), "");
+}
+
 }  // namespace
 }  // namespace ember::hf

@@ -31,6 +31,11 @@ using test::error_of;
 
 namespace fs = std::filesystem;
 
+// What the directories these tests write hold, for --force (DirectoryKind in util/atomic_file.h).
+DirectoryKind test_kind(std::vector<std::string> entries) {
+  return DirectoryKind::fixed("a test directory", std::move(entries));
+}
+
 std::vector<std::string> list_dir(const std::string& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
@@ -104,7 +109,7 @@ TEST(AtomicConcurrency, DirectoryWritersOfOnePathGiveExactlyOneCompleteSnapshot)
   const int n = 6;
   const std::vector<int> codes = race_writers(n, [&](int i) -> std::function<void()> {
     remove_stale_temporaries(path);
-    auto d = std::make_shared<AtomicDirectory>(path, false);
+    auto d = std::make_shared<AtomicDirectory>(path, test_kind({"data"}), false);
     for (const std::string& name : files) {
       auto f = d->create(name);
       f->sink().write(std::string(size_t(1) << 16, char('A' + i)));
@@ -162,7 +167,7 @@ TEST(AtomicConcurrency, FallbackWithoutRenameat2StillGivesOneWinner) {
     return [f] { f->commit(); };
   });
   const std::vector<int> dir_codes = race_writers(4, [&](int i) -> std::function<void()> {
-    auto d = std::make_shared<AtomicDirectory>(snap, false);
+    auto d = std::make_shared<AtomicDirectory>(snap, test_kind({"data"}), false);
     auto f = d->create("data");
     f->sink().write(std::string(4096, char('a' + i)));
     f->commit();
@@ -174,7 +179,7 @@ TEST(AtomicConcurrency, FallbackWithoutRenameat2StillGivesOneWinner) {
   }
   write_file_atomic(file, "forced", true);
   {
-    AtomicDirectory d(snap, true);
+    AtomicDirectory d(snap, test_kind({"data"}), true);
     auto f = d.create("data");
     f->sink().write("forced");
     f->commit();
@@ -249,7 +254,7 @@ TEST(AtomicTemporaries, LiveWritersTemporarySurvivesAnotherWritersSweep) {
     ::close(go[1]);
     int code = kWon;
     try {
-      AtomicDirectory d(path, false);
+      AtomicDirectory d(path, test_kind({"data"}), false);
       auto f = d.create("data");
       f->sink().write("child");
       f->commit();
@@ -267,7 +272,7 @@ TEST(AtomicTemporaries, LiveWritersTemporarySurvivesAnotherWritersSweep) {
   char c;
   ASSERT_EQ(::read(ready[0], &c, 1), 1);
   remove_stale_temporaries(path);
-  AtomicDirectory mine(path, false);  // sweeps too
+  AtomicDirectory mine(path, test_kind({"data"}), false);  // sweeps too
   ASSERT_EQ(list_dir(dir).size(), 2u);  // the child's temporary and mine
   ::close(go[1]);
   int status = 0;
@@ -290,7 +295,7 @@ TEST(AtomicTemporaries, DeadWritersTemporaryIsRemovedByTheNextWrite) {
   if (child == 0) {
     AtomicFile f(file, false);
     f.sink().write(std::string(1 << 16, 'x'));
-    AtomicDirectory d(snap, false);
+    AtomicDirectory d(snap, test_kind({"keys"}), false);
     auto inner = d.create("keys");
     inner->sink().write(std::string(1 << 16, 'y'));
     (void)!::write(ready[1], "r", 1);
@@ -309,7 +314,7 @@ TEST(AtomicTemporaries, DeadWritersTemporaryIsRemovedByTheNextWrite) {
   write_file_atomic(file, "next", false);
   EXPECT_EQ(list_dir(dir).size(), 2u);  // the file's temporary is gone, the directory's not yet
   {
-    AtomicDirectory d(snap, false);
+    AtomicDirectory d(snap, test_kind({"data"}), false);
     d.commit();
   }
   EXPECT_EQ(list_dir(dir), (std::vector<std::string>{"out.kvc", "snap"}));
@@ -333,7 +338,7 @@ TEST(AtomicForce, ForcedReplacementNeverLeavesThePathEmpty) {
   if (!has_rename_exchange(dir)) GTEST_SKIP() << dir << ": file system without RENAME_EXCHANGE";
   const std::string snap = dir + "/snap", file = dir + "/out.bin";
   auto write_snap = [&](int i, bool force) {
-    AtomicDirectory d(snap, force);
+    AtomicDirectory d(snap, test_kind({"manifest.json"}), force);
     auto f = d.create("manifest.json");
     f->sink().write(std::to_string(i));
     f->commit();
@@ -368,7 +373,7 @@ TEST(AtomicForce, ForcedReplacementNeverLeavesThePathEmpty) {
   // --force replaces only the same kind of thing.
   EXPECT_EQ(error_of([&] { write_file_atomic(snap, "x", true); }),
             snap + ": exists and is a directory; --force replaces only a file");
-  EXPECT_EQ(error_of([&] { AtomicDirectory d(file, true); }),
+  EXPECT_EQ(error_of([&] { AtomicDirectory d(file, test_kind({"manifest.json"}), true); }),
             file + ": exists and is a regular file; --force replaces only a directory");
 }
 
@@ -376,7 +381,7 @@ TEST(AtomicForce, ForcedReplacementNeverLeavesThePathEmpty) {
 TEST(AtomicPaths, MissingParentsAreCreated) {
   const std::string dir = test::temp_dir("parents");
   {
-    AtomicDirectory d(dir + "/runs/kv/prefix", false);
+    AtomicDirectory d(dir + "/runs/kv/prefix", test_kind({"manifest.json"}), false);
     auto f = d.create("manifest.json");
     f->sink().write("{}");
     f->commit();
@@ -416,7 +421,7 @@ TEST(AtomicPaths, ErrorsNameTheOutputNotTheTemporary) {
       f.sink().write(std::string(4096, 'x'));
     });
     out += "\n" + error_of([&] {
-      AtomicDirectory d(snap, false);
+      AtomicDirectory d(snap, test_kind({"keys.f16le"}), false);
       auto f = d.create("keys.f16le");
       f->sink().write(std::string(4096, 'x'));
     });
@@ -430,8 +435,11 @@ TEST(AtomicPaths, ErrorsNameTheOutputNotTheTemporary) {
   ::waitpid(child, nullptr, 0);
   const auto nl = got.find('\n');
   ASSERT_NE(nl, std::string::npos) << got;
-  EXPECT_EQ(got.substr(0, nl), dir + "/big.bin: write failed: File too large");
-  EXPECT_EQ(got.substr(nl + 1), snap + "/keys.f16le: write failed: File too large");
+  const std::string limit =
+      ": write failed: the file size limit was reached (ulimit -f, RLIMIT_FSIZE; 1024 bytes written); nothing was "
+      "published";
+  EXPECT_EQ(got.substr(0, nl), dir + "/big.bin" + limit);
+  EXPECT_EQ(got.substr(nl + 1), snap + "/keys.f16le" + limit);
   EXPECT_EQ(got.find(".tmp-"), std::string::npos) << got;
 }
 

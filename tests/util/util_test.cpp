@@ -80,20 +80,20 @@ TEST(AtomicFile, UncommittedLeavesNothing) {
 TEST(AtomicDirectory, CommitsWholeOrNothing) {
   const std::string dir = test::temp_dir("atomicdir");
   {
-    AtomicDirectory d(dir + "/snap", false);
+    AtomicDirectory d(dir + "/snap", DirectoryKind::fixed("a test directory", {"a.bin"}), false);
     auto f = d.create("a.bin");
     f->sink().write("x");
     f->commit();
   }
   EXPECT_FALSE(path_exists(dir + "/snap"));
-  AtomicDirectory d(dir + "/snap", false);
+  AtomicDirectory d(dir + "/snap", DirectoryKind::fixed("a test directory", {"a.bin"}), false);
   auto f = d.create("a.bin");
   f->sink().write("x");
   f->commit();
   EXPECT_THROW(d.create("../escape"), Error);
   d.commit();
   EXPECT_EQ(read_file(dir + "/snap/a.bin"), "x");
-  EXPECT_THROW(AtomicDirectory(dir + "/snap", false), Error);
+  EXPECT_THROW(AtomicDirectory(dir + "/snap", DirectoryKind::fixed("a test directory", {"a.bin"}), false), Error);
 }
 
 // The message of the Error that fn() throws ("" when it throws none).
