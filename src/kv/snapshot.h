@@ -12,13 +12,12 @@
 // logits for position P+1. Byte layout, the diagram and the reader's rejections:
 // docs/formats/kv-snapshot-v1.md.
 //
-// This header is the format's one way in and out, for every artifact kind that is a snapshot
-// directory (native, and mapped: the same files plus a provenance extension):
-//   - write_payload: the one payload serializer (files, hashers, KVC1 tensors);
-//   - PayloadCheck: what is checked on every payload stream (SHA-256, finiteness);
-//   - read_state_dir / write_state_dir: the one directory reader and writer;
-//   - read_snapshot / write_snapshot / verify_snapshot: the native entry points over them.
-// kv compare/perturb and the KVC1 container read and write these structs.
+// This header holds the format's fields, for every kind a snapshot directory holds (native;
+// mapped and foreign: the same files plus a provenance object), and its byte-level pieces:
+//   - SnapshotManifest, MappedProvenance, ForeignProvenance: the manifest.json fields;
+//   - write_payload: the one payload serializer (files, hashers, KVC1 tensors, store chunks);
+//   - PayloadCheck: what is checked on every payload stream (SHA-256, finiteness).
+// The state built from them, its one reader and its writers are kv/state.h's.
 #include <cstdint>
 #include <optional>
 #include <string>
