@@ -4,8 +4,9 @@
 // Every coordinate that decides what the cached bits mean is compared exactly, in the order
 // of SnapshotManifest::target_fields(): model identity, architecture, tokenizer identity,
 // geometry, RoPE layout/theta/scaling, Q/K normalization, representation state, numerics
-// contract and engine fingerprint; then the payload hashes and finiteness of the in-memory
-// cache (check_cache_payloads, kv/snapshot.h). The first difference is one Error line:
+// contract and engine fingerprint, and the state's finiteness. The payload is not hashed here:
+// a VerifiedState was hashed once, by its reader or by seal() (kv/state.h). The first
+// difference is one Error line:
 // "<where>: <field>: expected <target's>, found <snapshot's>". There is no "close enough"
 // switch, and nothing is decoded before every check has passed. Every import goes through
 // import_checked: `kv replay` (native snapshots and KVC1) and `map replay` (mapped caches).

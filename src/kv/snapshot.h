@@ -294,10 +294,4 @@ void check_payload_stream(PayloadCheck& c, const std::string& want, const std::s
                           const std::string& field, const std::string& want_label,
                           const std::string& found_label, bool allow_non_finite);
 
-// Both payloads of `c` through write_payload + PayloadCheck against the manifest's entries
-// (shape first, then each payload's hash, then finiteness unless allowed). Used by import
-// (a cache edited in memory after it was read or sealed is refused) and by the KVC1 reader.
-void check_cache_payloads(const SnapshotManifest& m, const model::KvCache& c,
-                          const std::string& where, bool allow_non_finite = false);
-
 }  // namespace ember::kv

@@ -236,17 +236,6 @@ void check_payload_stream(PayloadCheck& c, const std::string& want, const std::s
   if (!allow_non_finite) check_stream_finite(c, where, field);
 }
 
-void check_cache_payloads(const SnapshotManifest& m, const model::KvCache& c, const std::string& where,
-                          bool allow_non_finite) {
-  check_cache_shape(m.geometry, c, where, /*positions=*/true);
-  for (Payload p : {Payload::keys, Payload::values}) {
-    PayloadCheck chk(m.geometry);
-    write_payload(c, p, chk);
-    check_payload_stream(chk, entry_of(m, p).sha256, where, payload_field(p), "(manifest)", "(cache bytes)",
-                         allow_non_finite);
-  }
-}
-
 namespace {
 
 // Fills geometry.positions, prefix.sha256 and the payload entries (sizes, hashes) from the cache;
