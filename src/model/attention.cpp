@@ -19,7 +19,7 @@ void add_bias(float* y, const std::vector<float>& b) {
 }
 }  // namespace
 
-void Engine::Impl::project(int layer, const float* x, int n, int pos0, KvCache& cache,
+void Engine::Impl::project(int layer, const float* x, std::span<const Segment> segs, int n,
                            bool with_q, const ForwardHooks* hooks) {
   const LayerWeights& L = w.layers[size_t(layer)];
   const int E = cfg.n_embd, D = cfg.head_dim, H = cfg.n_heads, G = cfg.n_kv_heads;
@@ -69,15 +69,21 @@ void Engine::Impl::project(int layer, const float* x, int n, int pos0, KvCache& 
       if (with_q)
         for (int h = 0; h < H; ++h) rope.rotate(c, s, qt + size_t(h) * D, false);
       for (int g = 0; g < G; ++g) rope.rotate(c, s, kt + size_t(g) * D, false);
-      // The engine reserved room before this call (Engine::forward / run_layers grow the cache).
-      EMBER_DCHECK(pos0 + t < cache.capacity);
+      // The row's own cache and position; prepare() reserved room before this call.
+      const Segment& seg = segs[size_t(row_segment[size_t(t)])];
+      KvCache& cache = *seg.cache;
+      const int pos = seg.pos0 + (t - seg.row0);
+      EMBER_DCHECK(pos < cache.capacity);
       for (int g = 0; g < G; ++g) {
-        ops::f32_to_f16_row(kt + size_t(g) * D, cache.k_row(layer, g, pos0 + t), D);
-        ops::f32_to_f16_row(vt + size_t(g) * D, cache.v_row(layer, g, pos0 + t), D);
+        ops::f32_to_f16_row(kt + size_t(g) * D, cache.k_row(layer, g, pos), D);
+        ops::f32_to_f16_row(vt + size_t(g) * D, cache.v_row(layer, g, pos), D);
       }
     }
   });
-  if (want_kv) hooks->on_kv(layer, pos0, n, k_pre.data(), k_, v_);
+  if (want_kv) {
+    EMBER_CHECK(segs.size() == 1);  // hooks observe single-sequence calls only
+    hooks->on_kv(layer, segs.front().pos0, n, k_pre.data(), k_, v_);
+  }
 }
 
 // Attention blocked over keys: a task owns one KV head g, a tile of up to kQueryTile query
@@ -106,14 +112,17 @@ constexpr int kQueryTile = 16;   // query tokens per task
 constexpr int kTransposeQueries = 8;
 }  // namespace
 
-void Engine::Impl::attend(int layer, int n, int pos0, const KvCache& cache) {
+void Engine::Impl::attend(int layer, std::span<const Segment> segs, int n_rows) {
   const int D = cfg.head_dim, H = cfg.n_heads, G = cfg.n_kv_heads;
   const int group = H / G;
   const size_t qd = size_t(H) * D;
   const float scale = 1.0f / std::sqrt(float(D));
-  float* att_ = grow(att, size_t(n) * qd);
-  const float* q_ = q.data();
-  const int tiles = (n + kQueryTile - 1) / kQueryTile;
+  float* att_all = grow(att, size_t(n_rows) * qd);
+  // Query tiles never straddle two sequences: tile_start[i] is the first tile of segment i.
+  std::vector<int> tile_start(segs.size() + 1, 0);
+  for (size_t i = 0; i < segs.size(); ++i)
+    tile_start[i + 1] = tile_start[i] + (segs[i].n + kQueryTile - 1) / kQueryTile;
+  const int tiles = tile_start.back();
   // Split a group's heads across tasks only when there are too few tasks to feed the pool
   // (decode: one tile); which task computes a head never changes its bits.
   int head_parts = 1;
@@ -127,7 +136,15 @@ void Engine::Impl::attend(int layer, int n, int pos0, const KvCache& cache) {
     for (int64_t task = b; task < e; ++task) {
       const int g = int(task / (int64_t(tiles) * head_parts));
       const int rest = int(task % (int64_t(tiles) * head_parts));
-      const int tile = rest / head_parts, part = rest % head_parts;
+      const int global_tile = rest / head_parts, part = rest % head_parts;
+      const size_t si = size_t(std::upper_bound(tile_start.begin(), tile_start.end(), global_tile) -
+                               tile_start.begin() - 1);
+      const Segment& seg = segs[si];
+      const KvCache& cache = *seg.cache;
+      const int n = seg.n, pos0 = seg.pos0;
+      const float* q_ = q.data() + size_t(seg.row0) * qd;
+      float* att_ = att_all + size_t(seg.row0) * qd;
+      const int tile = global_tile - tile_start[si];
       const int t0 = tile * kQueryTile, t1 = std::min(n, t0 + kQueryTile);
       const int h0 = g * group + part * heads_per_task;
       const int h1 = std::min(g * group + group, h0 + heads_per_task);

@@ -41,11 +41,42 @@ void Engine::Impl::make_room(KvCache& cache, int pos0, int n, const char* what) 
     cache.reserve(int(std::max<int64_t>(end, std::min<int64_t>(2 * int64_t(cache.capacity), limit))));
 }
 
-void Engine::Impl::rope_tables(int pos0, int n) {
+int Engine::Impl::prepare(std::span<const Segment> segs, const char* what) {
+  int rows = 0;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const Segment& s = segs[i];
+    // Two segments over one cache would interleave their rows: refused, always.
+    for (size_t j = 0; j < i; ++j)
+      if (segs[j].cache == s.cache)
+        fail_field(what, "sequences", "one cache per sequence",
+                   "sequences " + std::to_string(j) + " and " + std::to_string(i) + " share one");
+    EMBER_CHECK(s.cache && s.row0 == rows);
+    make_room(*s.cache, s.pos0, s.n, what);
+    rows += s.n;
+  }
   const size_t half = size_t(cfg.head_dim / 2);
-  grow(cos, size_t(n) * half);
-  grow(sin, size_t(n) * half);
-  for (int t = 0; t < n; ++t) rope.cos_sin(pos0 + t, cos.data() + t * half, sin.data() + t * half);
+  grow(cos, size_t(rows) * half);
+  grow(sin, size_t(rows) * half);
+  row_segment.resize(size_t(rows));
+  for (size_t i = 0; i < segs.size(); ++i)
+    for (int t = 0; t < segs[i].n; ++t) {
+      const size_t r = size_t(segs[i].row0 + t);
+      row_segment[r] = int(i);
+      rope.cos_sin(segs[i].pos0 + t, cos.data() + r * half, sin.data() + r * half);
+    }
+  return rows;
+}
+
+void Engine::Impl::run_layers(int first, int last, std::span<const Segment> segs, int rows,
+                              float* x, const ForwardHooks* hooks) {
+  const int pos0 = segs.front().pos0;  // for the hooks, which observe one segment
+  for (int l = first; l < last; ++l) {
+    if (hooks && hooks->on_residual) hooks->on_residual(l, pos0, rows, x);
+    project(l, x, segs, rows, true, hooks);
+    attend(l, segs, rows);
+    finish_layer(l, rows, pos0, x, hooks);
+  }
+  if (hooks && hooks->on_residual) hooks->on_residual(last, pos0, rows, x);
 }
 
 Engine::Engine(std::shared_ptr<const Model> model, EngineOptions options) {
@@ -118,15 +149,9 @@ void Engine::run_layers(int first, int last, KvCache& cache, int pos0, int n, fl
     fail_field("run_layers", "layer range",
                "0 <= first <= last <= " + std::to_string(I.cfg.n_layers),
                "[" + std::to_string(first) + ", " + std::to_string(last) + ")");
-  I.make_room(cache, pos0, n, "run_layers");
-  I.rope_tables(pos0, n);
-  for (int l = first; l < last; ++l) {
-    if (hooks && hooks->on_residual) hooks->on_residual(l, pos0, n, x);
-    I.project(l, x, n, pos0, cache, true, hooks);
-    I.attend(l, n, pos0, cache);
-    I.finish_layer(l, n, pos0, x, hooks);
-  }
-  if (hooks && hooks->on_residual) hooks->on_residual(last, pos0, n, x);
+  const Segment seg{&cache, pos0, n, 0};
+  I.prepare({&seg, 1}, "run_layers");
+  I.run_layers(first, last, {&seg, 1}, n, x, hooks);
 }
 
 void Engine::project_kv(int layer, const float* x, int n, int pos0, KvCache& cache,
@@ -135,9 +160,9 @@ void Engine::project_kv(int layer, const float* x, int n, int pos0, KvCache& cac
   if (layer < 0 || layer >= I.cfg.n_layers)
     fail_field("project_kv", "layer", "in [0, " + std::to_string(I.cfg.n_layers) + ")",
                std::to_string(layer));
-  I.make_room(cache, pos0, n, "project_kv");
-  I.rope_tables(pos0, n);
-  I.project(layer, x, n, pos0, cache, false, hooks);
+  const Segment seg{&cache, pos0, n, 0};
+  I.prepare({&seg, 1}, "project_kv");
+  I.project(layer, x, {&seg, 1}, n, false, hooks);
 }
 
 void Engine::lm_head(const float* x, int n, float* logits) {
@@ -169,6 +194,45 @@ std::vector<float> Engine::forward(KvCache& cache, std::span<const int32_t> toke
   }
   std::vector<float> logits(static_cast<size_t>(V));
   lm_head(x.data() + size_t(n - 1) * E, 1, logits.data());
+  return logits;
+}
+
+}  // namespace ember::model
+
+namespace ember::model {
+
+std::vector<float> Engine::step(std::span<const SequenceStep> seqs) {
+  Impl& I = *impl_;
+  const int E = I.cfg.n_embd, V = I.cfg.n_vocab;
+  if (seqs.empty()) fail_field("step", "sequences", ">= 1", "0");
+  std::vector<Segment> segs;
+  segs.reserve(seqs.size());
+  int64_t rows = 0;
+  for (const SequenceStep& s : seqs) {
+    if (!s.cache) fail_field("step", "cache", "one per sequence", "none");
+    if (s.tokens.empty()) fail_field("step", "token count", ">= 1", "0");
+    if (rows + int64_t(s.tokens.size()) > kMaxCachePositions)
+      fail_field("step", "token count", "<= 2^24 in one step", std::to_string(rows + s.tokens.size()));
+    segs.push_back({s.cache, s.cache->n_pos, int(s.tokens.size()), int(rows)});
+    rows += int64_t(s.tokens.size());
+  }
+  I.prepare(segs, "step");  // every check before anything is evaluated
+  std::vector<float> x(size_t(rows) * E);
+  for (size_t i = 0; i < seqs.size(); ++i)
+    embed(seqs[i].tokens, x.data() + size_t(segs[i].row0) * E);
+  I.run_layers(0, I.cfg.n_layers, segs, int(rows), x.data(), nullptr);
+  // The last row of each sequence that wants logits, through the LM head together.
+  std::vector<float> last;
+  int n_logits = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    seqs[i].cache->n_pos = segs[i].pos0 + segs[i].n;
+    if (!seqs[i].want_logits) continue;
+    const float* r = x.data() + size_t(segs[i].row0 + segs[i].n - 1) * E;
+    last.insert(last.end(), r, r + E);
+    ++n_logits;
+  }
+  std::vector<float> logits(size_t(n_logits) * V);
+  if (n_logits) lm_head(last.data(), n_logits, logits.data());
   return logits;
 }
 

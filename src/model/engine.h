@@ -60,6 +60,14 @@ struct EngineOptions {
   bool allow_past_context = false;
 };
 
+// One sequence's share of a batched step (Engine::step): its own cache, whose cursor says
+// where its tokens go, and the tokens to evaluate there (a prefill chunk or a decode token).
+struct SequenceStep {
+  KvCache* cache = nullptr;
+  std::span<const int32_t> tokens;
+  bool want_logits = true;  // the logits of its last token
+};
+
 // The most positions any cache holds (2^24), whatever the model says.
 inline constexpr int kMaxCachePositions = 1 << 24;
 
@@ -94,6 +102,15 @@ class Engine {
   // room; Error, before anything is evaluated, if a position would reach position_limit().
   std::vector<float> forward(KvCache& cache, std::span<const int32_t> tokens,
                              const ForwardHooks* hooks = nullptr, bool all_logits = false);
+
+  // Evaluates several sequences in one pass, as a server's continuous batching does: every
+  // sequence's tokens at its own cache's positions [n_pos, n_pos + n), the matrix products
+  // over all rows at once, attention per sequence over its own cache; each cursor advances.
+  // Returns the last token's logits [n_vocab] of each sequence with want_logits, in order.
+  // Batch invariance (docs/numerics.md): a sequence's logits and K/V are bit-identical to
+  // forward() of it alone, whatever else shares the step. Every check (geometry, positions,
+  // distinct caches, token ids) happens before anything is evaluated.
+  std::vector<float> step(std::span<const SequenceStep> seqs);
 
   // --- Partial execution (each is exactly the corresponding part of forward) ---
   // x[n][n_embd] = token embeddings.

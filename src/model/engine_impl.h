@@ -3,6 +3,7 @@
 //
 // Shapes below: n = tokens in the call, E = n_embd, H = n_heads, G = n_kv_heads,
 // D = head_dim, F = n_ff, P = pos0 + n (positions visible to the last query).
+#include <span>
 #include <vector>
 
 #include "model/engine.h"
@@ -11,6 +12,18 @@
 #include "util/thread_pool.h"
 
 namespace ember::model {
+
+// One sequence's rows in a call: its cache, the absolute position of its first row, its row
+// count, and where its rows start in the call's activations (x, q, k, v, att). A single-
+// sequence call is one segment at row 0; a batched step (Engine::step) has one per sequence,
+// each with its own cache. Every per-row operation reads its row's segment, so a row's bits
+// never depend on the other segments (batch invariance, docs/numerics.md).
+struct Segment {
+  KvCache* cache = nullptr;
+  int pos0 = 0;
+  int n = 0;
+  int row0 = 0;
+};
 
 struct Engine::Impl {
   Impl(std::shared_ptr<const Model> m, EngineOptions opts);
@@ -30,7 +43,8 @@ struct Engine::Impl {
   std::vector<float> att;     // (n, H*D) attention output before the O-projection
   std::vector<float> o;       // (n, E)
   std::vector<float> gate, up;  // (n, F)
-  std::vector<float> cos, sin;  // (n, D/2) RoPE of the call's positions
+  std::vector<float> cos, sin;  // (n, D/2) RoPE of each row's position
+  std::vector<int> row_segment;   // (n,) the segment of each row
 
   // fn(t0, t1) over token ranges covering [0, n), split across the pool when a call has
   // enough tokens to pay for the hand-off (prefill). For per-token elementwise work only
@@ -52,15 +66,21 @@ struct Engine::Impl {
   // grows the cache to hold those positions (doubling, capped at the limit).
   void make_room(KvCache& cache, int pos0, int n, const char* what) const;
   int position_limit() const;
-  void rope_tables(int pos0, int n);
+  // make_room for every segment, then the RoPE tables and row_segment of the call's rows.
+  // Returns the call's row count.
+  int prepare(std::span<const Segment> segs, const char* what);
   // Attention norm, Q (optional), K, V projections with biases, Q/K norm, RoPE, the K/V
-  // hook, and the f16 cache write of rows [pos0, pos0+n). x (n, E).
-  void project(int layer, const float* x, int n, int pos0, KvCache& cache, bool with_q,
+  // hook (one segment only), and the f16 cache write of each segment's rows at [pos0,
+  // pos0+n) of its cache. x (rows, E).
+  void project(int layer, const float* x, std::span<const Segment> segs, int rows, bool with_q,
                const ForwardHooks* hooks);
-  // att (n, H*D) from q and the cache rows [0, pos0+n) of `layer`.
-  void attend(int layer, int n, int pos0, const KvCache& cache);
-  // x += W_o att; x += FFN(x).
+  // att (rows, H*D) from q: each segment's queries over its own cache rows [0, pos0+n).
+  void attend(int layer, std::span<const Segment> segs, int rows);
+  // x += W_o att; x += FFN(x). pos0 is only reported to the hooks.
   void finish_layer(int layer, int n, int pos0, float* x, const ForwardHooks* hooks);
+  // Layers [first, last) over the call's rows (prepare() done by the caller).
+  void run_layers(int first, int last, std::span<const Segment> segs, int rows, float* x,
+                  const ForwardHooks* hooks);
 };
 
 // Grows v to at least n elements (never shrinks; contents unspecified).
