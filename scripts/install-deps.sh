@@ -17,6 +17,8 @@ packages=(
   time                # /usr/bin/time: peak RSS in scripts/hostile-limits.sh
   libhiredis-dev redis-server  # the shared KV store (ember store): client, and the real server its tests start
   python3-torch       # the PyTorch side of python/ember_kv (HF layouts, the torch parity gate)
+  libcpp-httplib-dev  # ember serve's HTTP server (what llama-server uses)
+  curl nodejs npm     # real clients in the server tests: curl and the official openai npm package
 )
 missing=()
 for p in "${packages[@]}"; do

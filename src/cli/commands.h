@@ -30,5 +30,6 @@ void register_map_commands(CLI::App& app);          // ember map ...|study ...
 void register_container_commands(CLI::App& app);    // ember kvc ...|contract ...|pack ...
 void register_contract_commands(CLI::App& app);     // ember contract validate|pack validate
 void register_store_commands(CLI::App& app);        // ember store put|get|ls|rm|verify|gc|stats
+void register_serve_command(CLI::App& app);         // ember serve
 
 }  // namespace ember::cli

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   ember::cli::register_map_commands(app);
   ember::cli::register_container_commands(app);
   ember::cli::register_store_commands(app);
+  ember::cli::register_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
