@@ -157,6 +157,8 @@ void register_serve_command(CLI::App& app) {
   cmd->add_option("--timeout", a->timeout, "socket read/write timeout in seconds")->capture_default_str()->check(CLI::Range(1, 3600));
   cmd->add_option("--grace-ms", a->grace_ms, "on SIGTERM, how long in-flight requests may finish")->capture_default_str()
       ->check(CLI::Range(0, 600000));
+  cmd->add_option("--tokenizer-config", a->chat.tokenizer_config,
+                  "tokenizer_config.json whose chat_template renders chat requests (default: the GGUF's)");
   cmd->add_option("--enable-thinking", a->chat.enable_thinking, "Qwen3's enable_thinking (true|false)")
       ->check(CLI::IsMember({"true", "false"}));
   cmd->add_option("--date-string", a->chat.date_string, "Llama 3.2's date_string (default: today)");
