@@ -25,6 +25,7 @@ declare -A corpus=(
   [map_mapper_fuzz]=fuzz/corpus/mapper
   [map_calibration_fuzz]=fuzz/corpus/calibration
   [contract_fuzz]=schemas/examples
+  [serve_api_fuzz]=fuzz/corpus/serve
 )
 targets=()
 for src in fuzz/*_fuzz.cpp; do
