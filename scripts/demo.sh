@@ -72,3 +72,37 @@ if [ -f "$real" ]; then
   "$EMBER" kv replay --snapshot "$work/stories" --model "$real" -n 24
   "$EMBER" kv validate-replay --model "$real" --prompt "Once upon a time" -n 24 --out "$work/stories-gate" --force
 fi
+
+# --- The server (docs/serve.md): a request, the same request again from the prefix cache with
+# the same bits, and a clean stop ---
+serve_model="$model"
+[ -f "$real" ] && serve_model="$real"
+echo "== ember serve (a free loopback port; the line it prints names it)"
+"$EMBER" serve -m "$serve_model" --port 0 --parallel 2 2> "$work/serve.log" &
+serve_pid=$!
+port=""
+for _ in $(seq 1 200); do
+  port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/serve.log")
+  [ -n "$port" ] && break
+  kill -0 "$serve_pid" 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
+  sleep 0.05
+done
+[ -n "$port" ] || { echo "demo: ember serve did not start" >&2; kill "$serve_pid"; exit 1; }
+body='{"model":"'"$(basename "$serve_model")"'","prompt":"Once upon a time, there was a little girl named Lily. She loved to","max_tokens":24,"temperature":0.8,"seed":7,"logprobs":1}'
+for i in 1 2; do
+  curl -s "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' -d "$body" > "$work/serve-$i.json"
+done
+python3 - "$work/serve-1.json" "$work/serve-2.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+print("request 1:", repr(a["choices"][0]["text"]), "| prefix:", a["ember"]["prefix"])
+print("request 2:", repr(b["choices"][0]["text"]), "| prefix:", b["ember"]["prefix"])
+same = a["choices"][0]["text"] == b["choices"][0]["text"] and a["choices"][0]["logprobs"] == b["choices"][0]["logprobs"]
+if not same or b["ember"]["prefix"]["tier"] != "ram":
+    sys.exit("demo: the repeated request was not a RAM hit with the same text and logprobs")
+print("demo: the repeated request restored", b["usage"]["prompt_tokens_details"]["cached_tokens"],
+      "prompt tokens from RAM and returned the same text and logprobs, bit for bit")
+PY
+kill -TERM "$serve_pid"
+wait "$serve_pid"
+echo "demo: ember serve stopped cleanly on SIGTERM"
