@@ -26,7 +26,7 @@ namespace ember::cli {
 namespace {
 
 struct ServeArgs {
-  std::string model, tokenizer, host = "127.0.0.1", store, password_file, api_key_file, alias;
+  std::string model, tokenizer, host = "127.0.0.1", store, password_file, api_key_file, alias, slot_save_path;
   int port = 8080, parallel = 4, ctx_size = 0, threads = 0, queue = 64, max_connections = 32;
   int timeout = 30, grace_ms = 5000;
   size_t cache_ram_mib = 256, max_body_kib = 1024;
@@ -64,6 +64,9 @@ void serve(const ServeArgs& a) {
   served.fingerprint = engine.fingerprint();
   served.n_vocab = cfg.n_vocab;
   served.n_ctx = ctx;
+  served.n_layers = cfg.n_layers;
+  served.n_kv_heads = cfg.n_kv_heads;
+  served.head_dim = cfg.head_dim;
   served.tokenizer = loaded.tokenizer.get();
   std::optional<tmpl::ChatTemplate> chat_template;
   ChatTemplateArgs chat = a.chat;
@@ -104,6 +107,7 @@ void serve(const ServeArgs& a) {
   opt.max_body_bytes = a.max_body_kib << 10;
   opt.max_connections = a.max_connections;
   opt.timeout_seconds = a.timeout;
+  opt.slot_save_path = a.slot_save_path;
   serve::Server server(served, scheduler, metrics, opt);
   const int port = server.bind();
 
@@ -149,6 +153,8 @@ void register_serve_command(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--store", a->store, "shared prefix store (dir:PATH, redis://HOST:PORT, redis+cluster://...)");
   add_password_file_flag(cmd, a->password_file);
+  cmd->add_option("--slot-save-path", a->slot_save_path,
+                  "directory of POST /slots/{id}?action=save|restore files (llama.cpp sequence states)");
   cmd->add_option("--api-key-file", a->api_key_file, "require 'Authorization: Bearer KEY', KEY the file's first line");
   cmd->add_option("--max-connections", a->max_connections, "connections served at once; more get 503")
       ->capture_default_str()->check(CLI::Range(1, 4096));

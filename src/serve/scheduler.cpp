@@ -43,6 +43,7 @@ struct Scheduler::Sequence {
   int limit = 0;                 // tokens to select at most
   clock::time_point last_token;
   std::vector<float> boundary;   // the first selection's logits, when the store is saved to
+  SlotCache kept;                // the last request's evaluated tokens and rows (save_slot)
   bool active() const { return req != nullptr; }
 };
 
@@ -143,11 +144,13 @@ void Scheduler::release(Sequence& s, FinishReason reason, const std::string& err
     held.insert(held.end(), s.generated.begin(), s.generated.end());
     held.resize(size_t(s.cache.n_pos));
     ram_.insert(held, s.cache);
+    s.kept.tokens = std::move(held);
+    s.kept.cache = std::move(s.cache);
     if (options_.store && r.tier() != Tier::store && r.prompt().size() > size_t(PrefixCache::kBlock)) {
       try {
         // Sealed as `kv export` seals the prompt's state; its resume token is the greedy choice
         // from the boundary logits (the first selection's), kept for this.
-        store::save_prefill(*options_.store, engine_, options_.tokenizer_identity, r.prompt(), s.cache, s.boundary,
+        store::save_prefill(*options_.store, engine_, options_.tokenizer_identity, r.prompt(), s.kept.cache, s.boundary,
                             "ember serve", {});
       } catch (const std::exception&) {
         metrics_.store_errors.fetch_add(1);
@@ -243,13 +246,14 @@ void Scheduler::loop() {
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] {
-        if (stopping_ || !queue_.empty()) return true;
+        if (stopping_ || !queue_.empty() || !tasks_.empty()) return true;
         for (const auto& s : seqs_)
           if (s->active()) return true;
         return false;
       });
       if (stopping_) break;
     }
+    run_tasks();
     // Admit into free slots (outside the lock: a store lookup may take a while).
     for (auto& sp : seqs_) {
       if (sp->active()) continue;
@@ -286,9 +290,89 @@ void Scheduler::loop() {
   }
   for (auto& sp : seqs_)
     if (sp->active()) release(*sp, FinishReason::cancelled);
+  run_tasks();
   std::lock_guard lock(mu_);
   for (auto& r : queue_) r->finish(FinishReason::cancelled);
   queue_.clear();
+}
+
+void Scheduler::run_tasks() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::lock_guard lock(mu_);
+      if (tasks_.empty()) return;
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+void Scheduler::on_loop(const std::function<void()>& fn) {
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  std::exception_ptr error;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || !thread_.joinable()) fail("serve", "the scheduler is stopping");
+    tasks_.push_back([&] {
+      try {
+        fn();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard l(done_mu);
+      done = true;
+      done_cv.notify_all();
+    });
+  }
+  cv_.notify_all();
+  std::unique_lock l(done_mu);
+  done_cv.wait(l, [&] { return done; });
+  if (error) std::rethrow_exception(error);
+}
+
+namespace {
+void check_slot(int id, size_t slots) {
+  if (id < 0 || size_t(id) >= slots)
+    fail_field("slots", "id", "in [0, " + std::to_string(slots) + ")", std::to_string(id));
+}
+}  // namespace
+
+Scheduler::SlotCache Scheduler::save_slot(int id) {
+  check_slot(id, seqs_.size());
+  SlotCache out;
+  on_loop([&] {
+    const SlotCache& k = seqs_[size_t(id)]->kept;
+    if (k.tokens.empty()) fail_field("slots", "slot " + std::to_string(id), "a finished request's cache", "none kept");
+    out.tokens = k.tokens;
+    out.cache = k.cache.copy();
+  });
+  return out;
+}
+
+int Scheduler::restore_slot(int id, SlotCache c) {
+  check_slot(id, seqs_.size());
+  EMBER_CHECK(c.cache.n_pos == int(c.tokens.size()));
+  const int n = c.cache.n_pos;
+  on_loop([&] {
+    ram_.insert(c.tokens, c.cache);
+    seqs_[size_t(id)]->kept = std::move(c);
+  });
+  return n;
+}
+
+int Scheduler::erase_slot(int id) {
+  check_slot(id, seqs_.size());
+  int n = 0;
+  on_loop([&] {
+    SlotCache& k = seqs_[size_t(id)]->kept;
+    n = int(k.tokens.size());
+    k = SlotCache{};
+  });
+  return n;
 }
 
 }  // namespace ember::serve

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -64,6 +65,19 @@ class Scheduler {
   std::vector<SlotState> slots() const;
   int parallel() const { return options_.parallel; }
 
+  // What a slot keeps of its last request, as llama-server's slots do: the tokens evaluated
+  // (prompt and generated, all but the last selected) and their K/V rows. Save, restore and
+  // erase run on the scheduler thread between steps (Error: no such slot, or none kept).
+  struct SlotCache {
+    std::vector<int32_t> tokens;
+    model::KvCache cache;  // n_pos == tokens.size()
+  };
+  SlotCache save_slot(int id);
+  // The slot keeps `c` and the RAM tier gets its whole blocks, so the next request that starts
+  // with these tokens restores them. Returns the positions restored.
+  int restore_slot(int id, SlotCache c);
+  int erase_slot(int id);  // returns the positions dropped
+
  private:
   struct Sequence;
   void loop();
@@ -71,6 +85,9 @@ class Scheduler {
   bool run_step();  // false when nothing was active
   void select(Sequence& s, const float* logits);
   void release(Sequence& s, FinishReason reason, const std::string& error = "");
+  // Runs fn on the scheduler thread between steps and returns (or rethrows) its result.
+  void on_loop(const std::function<void()>& fn);
+  void run_tasks();
 
   model::Engine& engine_;
   SchedulerOptions options_;
@@ -80,6 +97,7 @@ class Scheduler {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Request>> queue_;
+  std::deque<std::function<void()>> tasks_;
   bool accepting_ = true, stopping_ = false;
   std::vector<std::unique_ptr<Sequence>> seqs_;  // one per slot; mu_ guards the SlotState view
   std::vector<SlotState> view_;

@@ -7,6 +7,7 @@
 
 #include "model/engine.h"
 #include "serve/completion.h"
+#include "serve/slot_files.h"
 #include "util/error.h"
 
 namespace ember::serve {
@@ -71,6 +72,10 @@ struct Server::Impl {
       : model(std::move(m)), scheduler(s), metrics(met), options(std::move(o)) {}
   void routes();
   json props() const;
+  SlotFiles slot_files() const {
+    return SlotFiles{options.slot_save_path, model.identity, model.fingerprint,
+                     kv::LlamaCppTarget{model.n_layers, model.n_kv_heads, model.head_dim, model.n_ctx, model.n_vocab}};
+  }
 };
 
 namespace {
@@ -197,6 +202,14 @@ void Server::Impl::routes() {
       out.push_back({{"id", s.id}, {"is_processing", s.busy}, {"n_ctx", model.n_ctx}, {"n_past", s.n_past},
                      {"n_prompt_tokens", s.prompt_tokens}, {"n_decoded", s.generated}});
     json_reply(res, out);
+  });
+  http.Post(R"(/slots/(\d{1,6}))", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      json_reply(res, slot_action(slot_files(), scheduler, std::stoi(std::string(req.matches[1])),
+                                  req.get_param_value("action"), req.body));
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    }
   });
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics.render(), "text/plain; version=0.0.4");

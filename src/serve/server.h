@@ -31,6 +31,7 @@ struct ServedModel {
   std::string fingerprint;  // the engine fingerprint ("canonical-v1;weights=...")
   int n_vocab = 0;
   int n_ctx = 0;            // positions a sequence may reach (--ctx-size, at most the model's)
+  int n_layers = 0, n_kv_heads = 0, head_dim = 0;  // the cache geometry (slot files)
   const tok::Tokenizer* tokenizer = nullptr;
   // Messages -> prompt ids through the model's chat template; null: chat is refused (400).
   std::function<std::vector<int32_t>(const std::vector<tmpl::Message>&)> chat;
@@ -44,6 +45,7 @@ struct ServerOptions {
   size_t max_body_bytes = size_t(1) << 20;
   int max_connections = 32;
   int timeout_seconds = 30;         // socket read/write timeout: a stalled client is dropped
+  std::string slot_save_path;       // POST /slots/{id}?action=save|restore (llama.cpp state files)
 };
 
 class Server {

@@ -296,6 +296,65 @@ class ServeFaults(unittest.TestCase):
         self.assertIn("stopped", server.stderr())
 
 
+class ServeSlots(unittest.TestCase):
+    def test_slot_saved_by_one_server_restores_in_another_with_the_same_bits(self):
+        d = tempfile.mkdtemp(prefix="ember-slots-")
+        a = b = None
+        try:
+            a = EmberServer("--slot-save-path", d, "--parallel", "1")
+            p = PROMPTS[3]
+            cold = completion(a, p, max_tokens=10, temperature=0.6, seed=4, logprobs=2)
+            s, j, _ = a.post("/slots/0?action=save", {"filename": "story.bin"})
+            self.assertEqual(s, 200, j)
+            self.assertGreaterEqual(j["n_saved"], cold["usage"]["prompt_tokens"])
+            self.assertTrue(os.path.exists(os.path.join(d, "story.bin.ember.json")))
+            # The file is a llama.cpp sequence state: ember's own llama.cpp reader takes it.
+            r = subprocess.run([EMBER, "kv", "import-llamacpp", os.path.join(d, "story.bin"), "--model",
+                                self.model(), "--output", os.path.join(d, "imported")], capture_output=True,
+                               timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            for bad in ("../x.bin", ".hidden", "a/b", ""):
+                s, j, _ = a.post("/slots/0?action=save", {"filename": bad})
+                self.assertEqual(s, 400, bad)
+            s, j, _ = a.post("/slots/0?action=explode", {"filename": "x"})
+            self.assertEqual(s, 400)
+            b = EmberServer("--slot-save-path", d, "--parallel", "1")
+            s, j, _ = b.post("/slots/0?action=restore", {"filename": "story.bin"})
+            self.assertEqual(s, 200, j)
+            self.assertEqual(j["n_restored"], cold["usage"]["prompt_tokens"] + 9)
+            hit = completion(b, p, max_tokens=10, temperature=0.6, seed=4, logprobs=2)
+            self.assertEqual(hit["ember"]["prefix"]["tier"], "ram")
+            self.assertEqual(hit["choices"][0]["logprobs"], cold["choices"][0]["logprobs"])
+            # A state whose bytes changed (or without its sidecar) is not restored.
+            with open(os.path.join(d, "story.bin"), "r+b") as f:
+                f.seek(-3, os.SEEK_END)
+                f.write(b"\x01")
+            s, j, _ = b.post("/slots/0?action=restore", {"filename": "story.bin"})
+            self.assertEqual(s, 400)
+            self.assertIn("state_sha256", j["error"]["message"])
+            s, j, _ = b.post("/slots/0?action=restore", {"filename": "missing.bin"})
+            self.assertEqual(s, 404)
+            s, j, _ = b.post("/slots/0?action=erase", {})
+            self.assertEqual((s, j["n_erased"]), (200, cold["usage"]["prompt_tokens"] + 9))
+        finally:
+            for srv in (a, b):
+                if srv:
+                    srv.stop()
+            shutil.rmtree(d, ignore_errors=True)
+
+    def test_slot_files_need_a_save_path(self):
+        server = EmberServer()
+        try:
+            s, j, _ = server.post("/slots/0?action=save", {"filename": "x.bin"})
+            self.assertEqual(s, 501, j)
+        finally:
+            server.stop()
+
+    def model(self):
+        from serve_fixture import MODEL
+        return MODEL
+
+
 class ServeSharedStore(unittest.TestCase):
     def test_two_servers_share_prefixes_through_redis_with_the_same_bits(self):
         redis = RedisServer()
