@@ -2,9 +2,10 @@
 // Strict, fail-closed import of a snapshot into a target (model + tokenizer + engine).
 //
 // Every coordinate that decides what the cached bits mean is compared exactly, in the order
-// of SnapshotManifest::target_fields(): model identity, architecture, tokenizer identity,
-// geometry, RoPE layout/theta/scaling, Q/K normalization, representation state, numerics
-// contract and engine fingerprint, and the state's finiteness. The payload is not hashed here:
+// of SnapshotManifest::target_fields() (the field list's, kv/manifest_fields.h): model
+// identity, architecture and shape, tokenizer identity, geometry, RoPE layout/theta/scaling,
+// Q/K normalization, representation state, numerics contract and engine fingerprint, and the
+// state's finiteness. The payload is not hashed here:
 // a VerifiedState was hashed once, by its reader or by seal() (kv/state.h). The first
 // difference is one Error line:
 // "<where>: <field>: expected <target's>, found <snapshot's>". There is no "close enough"
@@ -20,6 +21,10 @@ namespace ember::kv {
 // The coordinates a target produces, as a manifest whose model-side fields are filled
 // (prefix, resume and payload are left empty). Lives in target.cpp.
 SnapshotManifest describe_target(const model::Engine& engine, const std::string& tokenizer_identity);
+// The engine's side of the field list: sets every kTarget field of `m` (kv/manifest_fields.h)
+// from the engine; prefix, resume and payload are left as they are. A field added to the list as a target
+// is added here too (tests/kv/manifest_fields_test.cpp fails until it is).
+void fill_target_fields(SnapshotManifest& m, const model::Engine& engine, const std::string& tokenizer_identity);
 
 // Throws on the first field of target_fields() that differs. With allow_foreign and a
 // foreign manifest (numerics.contract kForeignContract: a cache another engine computed,

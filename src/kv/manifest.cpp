@@ -1,8 +1,7 @@
-// The ember.kv-snapshot.v1 manifest: canonical JSON out, strict JSON in, consistency rules.
-#include <cmath>
-#include <cstring>
-
-#include "gguf/arch.h"
+// The ember.kv-snapshot.v1 manifest and its kinds: the strict parse, the canonical JSON and the
+// rules that relate fields. Each field alone is its list's (kv/manifest_fields.h).
+#include "kv/manifest_fields.h"
+#include "kv/manifest_rules.h"
 #include "kv/seal.h"
 #include "kv/state.h"
 #include "kv/strict_json.h"
@@ -12,43 +11,6 @@
 
 namespace ember::kv {
 namespace {
-
-std::string quote(const std::string& s) { return "'" + s + "'"; }
-
-bool is_printable_ascii(const std::string& s) {
-  for (unsigned char c : s)
-    if (c < 0x20 || c > 0x7e) return false;
-  return true;
-}
-
-void require_hex64(const std::string& where, const std::string& field, const std::string& v) {
-  if (!is_hex(v, 64)) fail_field(where, field, "64 lowercase hex digits (SHA-256)", quote(v));
-}
-
-template <typename List>
-void require_one_of(const std::string& where, const std::string& field, const std::string& v, const List& allowed) {
-  std::string list;
-  for (const char* a : allowed) {
-    if (v == a) return;
-    list += (list.empty() ? "" : "|") + std::string(a);
-  }
-  fail_field(where, field, "one of " + list, quote(v));
-}
-
-void require_range(const std::string& where, const std::string& field, int64_t v, int64_t lo,
-                   int64_t hi) {
-  if (v < lo || v > hi)
-    fail_field(where, field, "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
-               std::to_string(v));
-}
-
-// The canonical text of an f32 field (the same digits to_json() writes).
-std::string f32_text(float f) { return ordered_json(double(f)).dump(); }
-
-void require_one_of(const std::string& where, const std::string& field, const std::string& v,
-                    std::initializer_list<const char*> allowed) {
-  require_one_of<std::initializer_list<const char*>>(where, field, v, allowed);
-}
 
 // The foreign sources ember imports, one row each: what a "foreign" object may say for that
 // format (engine, version, cache types) and the members of its "details", in order.
@@ -76,12 +38,12 @@ const ForeignSource* foreign_source(const std::string& format) {
   return nullptr;
 }
 
-std::vector<const char*> foreign_detail_keys(const std::string& format) {
-  const ForeignSource* r = foreign_source(format);
-  return r ? r->detail_keys : std::vector<const char*>{};
-}
-
 }  // namespace
+
+std::span<const char* const> foreign_detail_keys(const std::string& format) {
+  const ForeignSource* r = foreign_source(format);
+  return r ? std::span<const char* const>(r->detail_keys) : std::span<const char* const>{};
+}
 
 std::string prefix_hash(const std::vector<int32_t>& tokens) {
   Sha256 h;
@@ -102,209 +64,16 @@ uint64_t SnapshotManifest::payload_bytes() const {
 
 std::string SnapshotManifest::to_json() const { return state_manifest_json(StateHeader{*this, {}}, "manifest"); }
 
-ordered_json SnapshotManifest::to_object() const {
-  ordered_json j;
-  j["format"] = format;
-  j["version"] = version;
-  j["producer"] = producer;
-  j["model"] = {{"identity", model.identity},
-                {"architecture", model.architecture},
-                {"vocab_size", model.vocab_size},
-                {"embedding_size", model.embedding_size},
-                {"query_heads", model.query_heads}};
-  j["tokenizer"] = {{"identity", tokenizer.identity}};
-  j["geometry"] = {{"layers", geometry.layers},
-                   {"kv_heads", geometry.kv_heads},
-                   {"head_dim", geometry.head_dim},
-                   {"positions", geometry.positions}};
-  ordered_json scaling = {{"type", rope.scaling_type},
-                          {"factor", double(rope.scaling_factor)},
-                          {"original_context", rope.original_context},
-                          {"low_freq_factor", double(rope.low_freq_factor)},
-                          {"high_freq_factor", double(rope.high_freq_factor)}};
-  j["rope"] = {{"layout", rope.layout}, {"theta", double(rope.theta)}, {"scaling", scaling}};
-  j["attention"] = {{"qk_norm", attention.qk_norm}, {"qkv_bias", attention.qkv_bias}};
-  j["representation"] = {{"dtype", representation.dtype},
-                         {"byte_order", representation.byte_order},
-                         {"layout", representation.layout},
-                         {"keys", representation.keys},
-                         {"values", representation.values}};
-  j["numerics"] = {{"contract", numerics.contract},
-                   {"engine_fingerprint", numerics.engine_fingerprint}};
-  ordered_json toks = ordered_json::array();
-  for (int32_t t : prefix.tokens) toks.push_back(t);
-  j["prefix"] = {{"count", prefix.tokens.size()}, {"sha256", prefix.sha256}, {"tokens", toks}};
-  j["resume"] = {{"token", resume.token}, {"position", resume.position},
-                 {"selection", resume.selection}};
-  if (past_context) j["past_context"] = true;  // optional: absent in every other manifest
-  auto entry = [](const PayloadEntry& e) {
-    return ordered_json{{"file", e.file}, {"bytes", e.bytes}, {"sha256", e.sha256}};
-  };
-  j["payload"] = {{"keys", entry(keys)}, {"values", entry(values)}};
-  return j;
-}
+ordered_json SnapshotManifest::to_object() const { return write_fields(*this); }
 
 namespace {
 
-// Every native field after "format" (the caller has read it), in the written order; the
-// caller calls top.done() and validate().
-SnapshotManifest read_fields(const nlohmann::json& doc, StrictObject& top, const std::string& where) {
-  SnapshotManifest m;
-  m.version = int(top.integer("version", 0, INT32_MAX));
-  if (m.version != kSnapshotVersion)
-    fail_field(where, "version", std::to_string(kSnapshotVersion) + " (this reader)",
-               std::to_string(m.version));
-  m.producer = top.string("producer", 128);
-  {
-    StrictObject o = top.object("model");
-    m.model.identity = o.string("identity", 128);
-    m.model.architecture = o.string("architecture", 64);
-    m.model.vocab_size = int(o.integer("vocab_size", 1, kMaxVocab));
-    m.model.embedding_size = int(o.integer("embedding_size", 1, 1 << 20));
-    m.model.query_heads = int(o.integer("query_heads", 1, kMaxKvHeads * 64));
-    o.done();
-  }
-  {
-    StrictObject o = top.object("tokenizer");
-    m.tokenizer.identity = o.string("identity", 128);
-    o.done();
-  }
-  {
-    StrictObject o = top.object("geometry");
-    m.geometry.layers = int(o.integer("layers", 1, kMaxLayers));
-    m.geometry.kv_heads = int(o.integer("kv_heads", 1, kMaxKvHeads));
-    m.geometry.head_dim = int(o.integer("head_dim", 1, kMaxHeadDim));
-    m.geometry.positions = int(o.integer("positions", 1, kMaxPositions));
-    o.done();
-  }
-  {
-    StrictObject o = top.object("rope");
-    m.rope.layout = o.string("layout", 32);
-    m.rope.theta = o.f32("theta");
-    StrictObject s = o.object("scaling");
-    m.rope.scaling_type = s.string("type", 32);
-    m.rope.scaling_factor = s.f32("factor");
-    m.rope.original_context = int(s.integer("original_context", 0, INT32_MAX));
-    m.rope.low_freq_factor = s.f32("low_freq_factor");
-    m.rope.high_freq_factor = s.f32("high_freq_factor");
-    s.done();
-    o.done();
-  }
-  {
-    StrictObject o = top.object("attention");
-    m.attention.qk_norm = o.string("qk_norm", 64);
-    m.attention.qkv_bias = o.boolean("qkv_bias");
-    o.done();
-  }
-  {
-    StrictObject o = top.object("representation");
-    m.representation.dtype = o.string("dtype", 32);
-    m.representation.byte_order = o.string("byte_order", 32);
-    m.representation.layout = o.string("layout", 64);
-    m.representation.keys = o.string("keys", 64);
-    m.representation.values = o.string("values", 64);
-    o.done();
-  }
-  {
-    StrictObject o = top.object("numerics");
-    m.numerics.contract = o.string("contract", 64);
-    m.numerics.engine_fingerprint = o.string("engine_fingerprint", 4096);
-    o.done();
-  }
-  {
-    StrictObject o = top.object("prefix");
-    const int64_t count = o.integer("count", 1, kMaxPositions);
-    m.prefix.sha256 = o.string("sha256", 128);
-    const nlohmann::json& toks = o.array("tokens");
-    if (int64_t(toks.size()) != count)
-      fail_field(where, "prefix.tokens", std::to_string(count) + " ids (prefix.count)",
-                 std::to_string(toks.size()) + " ids");
-    m.prefix.tokens.reserve(toks.size());
-    for (size_t i = 0; i < toks.size(); ++i) {
-      const auto& t = toks[i];
-      if (!t.is_number_integer() || (!t.is_number_unsigned() && t.get<int64_t>() < 0) ||
-          t.get<uint64_t>() > uint64_t(INT32_MAX))
-        fail_field(where, "prefix.tokens[" + std::to_string(i) + "]", "a token id >= 0", t.dump());
-      m.prefix.tokens.push_back(int32_t(t.get<int64_t>()));
-    }
-    o.done();
-  }
-  {
-    StrictObject o = top.object("resume");
-    m.resume.token = int32_t(o.integer("token", 0, INT32_MAX));
-    m.resume.position = o.integer("position", 0, INT64_MAX);
-    m.resume.selection = o.string("selection", 64);
-    o.done();
-  }
-  if (doc.contains("past_context")) {
-    // Optional; its one value is true (a manifest within the context omits the key).
-    if (!top.boolean("past_context"))
-      fail_field(where, "past_context", "true (or the key absent)", "false");
-    m.past_context = true;
-  }
-  {
-    StrictObject o = top.object("payload");
-    auto entry = [&](const std::string& key) {
-      StrictObject e = o.object(key);
-      PayloadEntry p;
-      p.file = e.string("file", 64);
-      p.bytes = e.unsigned_integer("bytes", UINT64_MAX);
-      p.sha256 = e.string("sha256", 128);
-      e.done();
-      return p;
-    };
-    m.keys = entry("keys");
-    m.values = entry("values");
-    o.done();
-  }
-  return m;
-}
-
-// The "mapping" object, strictly; MappedProvenance::validate() checks the values.
-MappedProvenance read_provenance(StrictObject o) {
-  MappedProvenance p;
-  p.kind = o.string("kind", 32);
-  // Mapped caches written before the relation label have none: refused by name, not guessed.
-  if (!o.has("relation"))
-    fail_field(o.where(), "mapping.relation",
-               "quantization-boundary, same-base or cross-model (mapped caches written before the relation "
-               "label are refused; re-run map apply or map hybrid)",
-               "none");
-  p.relation = o.string("relation", 32);
-  p.mapper_hash = o.string("mapper_hash", 128);
-  p.calibration_split_hash = o.string("calibration_split_hash", 128);
-  p.shared_layers = int(o.integer("shared_layers", 0, kMaxLayers));
-  p.anchor = int(o.integer("anchor", 0, kMaxLayers));
-  const nlohmann::json& roles = o.array("layer_roles");
-  for (size_t i = 0; i < roles.size(); ++i) {
-    const std::string f = "mapping.layer_roles[" + std::to_string(i) + "]";
-    if (!roles[i].is_string()) fail_field(o.where(), f, "a string", json_type_name(roles[i]));
-    p.layer_roles.push_back(roles[i].get<std::string>());
-  }
-  p.source_model_identity = o.string("source_model_identity", 128);
-  p.source_manifest_sha256 = o.string("source_manifest_sha256", 128);
-  p.source_prefix_sha256 = o.string("source_prefix_sha256", 128);
-  if (o.has("registration")) p.registration = o.string("registration", 256);
-  o.done();
-  return p;
-}
-
-// The "foreign" object, strictly; ForeignProvenance::validate() checks the values (and that
-// "details" holds exactly the members its format's row names).
-ForeignProvenance read_foreign(StrictObject o) {
-  ForeignProvenance p;
-  p.engine = o.string("engine", 32);
-  p.format = o.string("format", 32);
-  p.format_version = int(o.integer("format_version", 0, INT32_MAX));
-  p.cache_type_k = o.string("cache_type_k", 16);
-  p.cache_type_v = o.string("cache_type_v", 16);
-  p.conversion = o.string("conversion", 32);
-  p.resume_source = o.string("resume_source", 32);
-  p.source_sha256 = o.string("source_sha256", 128);
-  p.source_bytes = o.unsigned_integer("source_bytes", UINT64_MAX);
-  StrictObject d = o.object("details");
-  for (const char* key : foreign_detail_keys(p.format)) p.details.emplace_back(key, d.string(key, 32));
-  d.done();  // a member the format's row does not name is refused here
+// The provenance object `key` of the document, strictly (its rules: validate_state()).
+template <class P>
+P read_provenance(StrictObject& top, const char* key) {
+  P p;
+  StrictObject o = top.object(key);
+  read_fields(o, p);
   o.done();
   return p;
 }
@@ -351,9 +120,9 @@ StateHeader parse_state_manifest(const std::string& text, const std::string& whe
     fail_field(where, "format",
                std::string(kSnapshotFormat) + " (or " + kMappedFormat + ", " + kForeignFormat + ")", quote(format));
   StateHeader s;
-  s.manifest = read_fields(doc, top, where);
-  if (format == kMappedFormat) s.provenance = read_provenance(top.object("mapping"));
-  if (format == kForeignFormat) s.provenance = read_foreign(top.object("foreign"));
+  read_fields(top, s.manifest);
+  if (format == kMappedFormat) s.provenance = read_provenance<MappedProvenance>(top, "mapping");
+  if (format == kForeignFormat) s.provenance = read_provenance<ForeignProvenance>(top, "foreign");
   const std::string seal = top.string(kSealKey, 128);
   if (doc.contains(kSignatureKey)) {
     top.object(kSignatureKey);  // marks it read, and refuses a non-object by name
@@ -445,20 +214,7 @@ void sign_manifest(StateHeader& h, const std::string& private_key_pem) {
   h.manifest.seal = state_seal(h);
 }
 
-ordered_json ForeignProvenance::to_json() const {
-  ordered_json d = ordered_json::object();
-  for (const auto& [k, v] : details) d[k] = v;
-  return {{"engine", engine},
-          {"format", format},
-          {"format_version", format_version},
-          {"cache_type_k", cache_type_k},
-          {"cache_type_v", cache_type_v},
-          {"conversion", conversion},
-          {"resume_source", resume_source},
-          {"source_sha256", source_sha256},
-          {"source_bytes", source_bytes},
-          {"details", d}};
-}
+ordered_json ForeignProvenance::to_json() const { return write_fields(*this); }
 
 std::string ForeignProvenance::detail(const std::string& key) const {
   for (const auto& [k, v] : details)
@@ -467,6 +223,7 @@ std::string ForeignProvenance::detail(const std::string& key) const {
 }
 
 void ForeignProvenance::validate(const std::string& where) const {
+  // The format's row first: every other rule but the engine name's depends on it.
   const ForeignSource* src = foreign_source(format);
   if (!src) fail_field(where, "foreign.format", "ggsq | safetensors-mlx | safetensors-vllm", quote(format));
   if (engine.empty() || engine.size() > 32 ||
@@ -478,17 +235,15 @@ void ForeignProvenance::validate(const std::string& where) const {
   require_range(where, "foreign.format_version", format_version, src->version, src->version);
   for (const auto& [field, v] : {std::pair<const char*, const std::string*>{"foreign.cache_type_k", &cache_type_k},
                                  {"foreign.cache_type_v", &cache_type_v}})
-    require_one_of(where, field, *v, src->cache_types);
-  require_one_of(where, "foreign.conversion", conversion, {"exact", "rounded-to-f16"});
+    require_one_of(where, field, *v, std::span<const char* const>(src->cache_types));
+  check_field_rules(*this, where);
   if ((cache_type_k == "f16" && cache_type_v == "f16") != (conversion == "exact"))
     fail_field(where, "foreign.conversion",
                std::string(cache_type_k == "f16" && cache_type_v == "f16" ? "exact" : "rounded-to-f16") +
                    " (cache types " + cache_type_k + "/" + cache_type_v + ")",
                quote(conversion));
-  require_one_of(where, "foreign.resume_source", resume_source, {"argument", "ember-last-prompt-token"});
-  require_hex64(where, "foreign.source_sha256", source_sha256);
   if (source_bytes == 0) fail_field(where, "foreign.source_bytes", "> 0", "0");
-  const std::vector<const char*> keys = foreign_detail_keys(format);
+  const std::span<const char* const> keys = foreign_detail_keys(format);
   if (details.size() != keys.size())
     fail_field(where, "foreign.details", std::to_string(keys.size()) + " members (format " + format + ")",
                std::to_string(details.size()));
@@ -512,57 +267,24 @@ bool is_relation(const std::string& s) {
   return false;
 }
 
-ordered_json MappedProvenance::to_json() const {
-  ordered_json j = {{"kind", kind},
-          {"relation", relation},
-          {"mapper_hash", mapper_hash},
-          {"calibration_split_hash", calibration_split_hash},
-          {"shared_layers", shared_layers},
-          {"anchor", anchor},
-          {"layer_roles", layer_roles},
-          {"source_model_identity", source_model_identity},
-          {"source_manifest_sha256", source_manifest_sha256},
-          {"source_prefix_sha256", source_prefix_sha256}};
-  if (!registration.empty()) j["registration"] = registration;
-  return j;
-}
+ordered_json MappedProvenance::to_json() const { return write_fields(*this); }
 
 void MappedProvenance::validate(const SnapshotManifest& m, const std::string& where) const {
-  require_one_of(where, "mapping.kind", kind, {"identity", "ridge", "affine", "hybrid"});
-  require_one_of(where, "mapping.relation", relation, {kRelations[0], kRelations[1], kRelations[2]});
+  check_field_rules(*this, where);
   if (kind != "hybrid" && mapper_hash.empty())
     fail_field(where, "mapping.mapper_hash", "the mapper's hash", "empty");
-  if (!mapper_hash.empty()) require_hex64(where, "mapping.mapper_hash", mapper_hash);
-  if (!source_manifest_sha256.empty())
-    require_hex64(where, "mapping.source_manifest_sha256", source_manifest_sha256);
-  require_hex64(where, "mapping.source_model_identity", source_model_identity);
   require_range(where, "mapping.anchor", anchor, shared_layers, m.geometry.layers);
   if (int64_t(layer_roles.size()) != m.geometry.layers)
     fail_field(where, "mapping.layer_roles", std::to_string(m.geometry.layers) + " entries (geometry.layers)",
                std::to_string(layer_roles.size()));
-  for (size_t i = 0; i < layer_roles.size(); ++i)
-    require_one_of(where, "mapping.layer_roles[" + std::to_string(i) + "]", layer_roles[i],
-                   {"reused", "mapped", "recomputed", "kv-projected"});
   if (!registration.empty() && registration != "unregistered" &&
       (registration.rfind("registered ", 0) != 0 || !is_printable_ascii(registration)))
     fail_field(where, "mapping.registration", "unregistered | registered <id> sha256:<hex>", quote(registration));
 }
 
 void SnapshotManifest::validate(const std::string& where) const {
-  if (format != kSnapshotFormat) fail_field(where, "format", kSnapshotFormat, quote(format));
-  if (version != kSnapshotVersion)
-    fail_field(where, "version", std::to_string(kSnapshotVersion), std::to_string(version));
-  if (!is_printable_ascii(producer)) fail_field(where, "producer", "printable ASCII", quote(producer));
-  require_hex64(where, "model.identity", model.identity);
-  if (!gguf::find_arch(model.architecture))  // the architecture table (gguf/arch.h)
-    fail_field(where, "model.architecture", "one of " + gguf::arch_names("|"), quote(model.architecture));
-  require_range(where, "model.vocab_size", model.vocab_size, 1, kMaxVocab);
-  require_range(where, "model.embedding_size", model.embedding_size, 1, 1 << 20);
-  require_hex64(where, "tokenizer.identity", tokenizer.identity);
-  require_range(where, "geometry.layers", geometry.layers, 1, kMaxLayers);
-  require_range(where, "geometry.kv_heads", geometry.kv_heads, 1, kMaxKvHeads);
-  require_range(where, "geometry.head_dim", geometry.head_dim, 1, kMaxHeadDim);
-  require_range(where, "geometry.positions", geometry.positions, 1, kMaxPositions);
+  check_field_rules(*this, where);  // each field alone, in the written order
+  // The rules that relate fields, each after the fields it reads passed their own.
   if (geometry.head_dim % 2 != 0)
     fail_field(where, "geometry.head_dim", "an even number (RoPE rotates pairs)",
                std::to_string(geometry.head_dim));
@@ -570,23 +292,6 @@ void SnapshotManifest::validate(const std::string& where) const {
     fail_field(where, "model.query_heads",
                "a multiple of geometry.kv_heads (" + std::to_string(geometry.kv_heads) + ")",
                std::to_string(model.query_heads));
-  require_one_of(where, "rope.layout", rope.layout, {"normal", "neox"});
-  if (!(rope.theta > 0) || !std::isfinite(rope.theta))
-    fail_field(where, "rope.theta", "a finite value > 0", f32_text(rope.theta));
-  require_one_of(where, "rope.scaling.type", rope.scaling_type, {"none", "linear", "llama3"});
-  if (!(rope.scaling_factor > 0) || !std::isfinite(rope.scaling_factor))
-    fail_field(where, "rope.scaling.factor", "a finite value > 0", f32_text(rope.scaling_factor));
-  require_one_of(where, "attention.qk_norm", attention.qk_norm, {kQkNormNone, kQkNormRmsPerHead});
-  require_one_of(where, "representation.dtype", representation.dtype, {"f16"});
-  require_one_of(where, "representation.byte_order", representation.byte_order, {"little-endian"});
-  require_one_of(where, "representation.layout", representation.layout, {"layer,kv_head,position,dim"});
-  require_one_of(where, "representation.keys", representation.keys, {kKeyStatePostRope, kKeyStatePreRope});
-  require_one_of(where, "representation.values", representation.values, {kValueStateProjected});
-  if (numerics.contract.empty() || !is_printable_ascii(numerics.contract))
-    fail_field(where, "numerics.contract", "a non-empty name", quote(numerics.contract));
-  if (numerics.engine_fingerprint.empty() || !is_printable_ascii(numerics.engine_fingerprint))
-    fail_field(where, "numerics.engine_fingerprint", "a non-empty printable string",
-               quote(numerics.engine_fingerprint));
   // The cursor: P prefix tokens at [0, P), the resume token at P.
   if (int64_t(prefix.tokens.size()) != geometry.positions)
     fail_field(where, "prefix.count", std::to_string(geometry.positions) + " (geometry.positions)",
@@ -595,7 +300,6 @@ void SnapshotManifest::validate(const std::string& where) const {
     if (prefix.tokens[i] < 0 || prefix.tokens[i] >= model.vocab_size)
       fail_field(where, "prefix.tokens[" + std::to_string(i) + "]",
                  "an id < vocab_size " + std::to_string(model.vocab_size), std::to_string(prefix.tokens[i]));
-  require_hex64(where, "prefix.sha256", prefix.sha256);
   if (const std::string h = prefix_hash(prefix.tokens); h != prefix.sha256)
     fail_field(where, "prefix.sha256", h + " (hash of prefix.tokens)", prefix.sha256);
   if (resume.token < 0 || resume.token >= model.vocab_size)
@@ -604,46 +308,15 @@ void SnapshotManifest::validate(const std::string& where) const {
   if (resume.position != geometry.positions)
     fail_field(where, "resume.position", std::to_string(geometry.positions) + " (geometry.positions)",
                std::to_string(resume.position));
-  require_one_of(where, "resume.selection", resume.selection, {"greedy-argmax"});
   const uint64_t want = payload_bytes();
-  auto check_entry = [&](const PayloadEntry& e, const char* key, const char* file) {
-    const std::string f = std::string("payload.") + key;
-    if (e.file != file) fail_field(where, f + ".file", file, quote(e.file));
-    if (e.bytes != want)
-      fail_field(where, f + ".bytes", std::to_string(want) + " (2 * layers * kv_heads * positions * head_dim)",
-                 std::to_string(e.bytes));
-    require_hex64(where, f + ".sha256", e.sha256);
-  };
-  check_entry(keys, "keys", kKeysFile);
-  check_entry(values, "values", kValuesFile);
+  for (const auto& [e, key] : {std::pair<const PayloadEntry*, const char*>{&keys, "keys"}, {&values, "values"}})
+    if (e->bytes != want)
+      fail_field(where, std::string("payload.") + key + ".bytes",
+                 std::to_string(want) + " (2 * layers * kv_heads * positions * head_dim)", std::to_string(e->bytes));
 }
 
 std::vector<std::pair<std::string, std::string>> SnapshotManifest::target_fields() const {
-  return {
-      {"model.identity", model.identity},
-      {"model.architecture", model.architecture},
-      {"tokenizer.identity", tokenizer.identity},
-      {"model.vocab_size", std::to_string(model.vocab_size)},
-      {"model.embedding_size", std::to_string(model.embedding_size)},
-      {"model.query_heads", std::to_string(model.query_heads)},
-      {"geometry.layers", std::to_string(geometry.layers)},
-      {"geometry.kv_heads", std::to_string(geometry.kv_heads)},
-      {"geometry.head_dim", std::to_string(geometry.head_dim)},
-      {"rope.layout", rope.layout},
-      {"rope.theta", f32_text(rope.theta)},
-      {"rope.scaling.type", rope.scaling_type},
-      {"rope.scaling.factor", f32_text(rope.scaling_factor)},
-      {"rope.scaling.original_context", std::to_string(rope.original_context)},
-      {"rope.scaling.low_freq_factor", f32_text(rope.low_freq_factor)},
-      {"rope.scaling.high_freq_factor", f32_text(rope.high_freq_factor)},
-      {"attention.qk_norm", attention.qk_norm},
-      {"attention.qkv_bias", attention.qkv_bias ? "true" : "false"},
-      {"representation.dtype", representation.dtype},
-      {"representation.keys", representation.keys},
-      {"representation.values", representation.values},
-      {"numerics.contract", numerics.contract},
-      {"numerics.engine_fingerprint", numerics.engine_fingerprint},
-  };
+  return target_values(*this);
 }
 
 }  // namespace ember::kv

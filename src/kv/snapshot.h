@@ -14,7 +14,8 @@
 //
 // This header holds the format's fields, for every kind a snapshot directory holds (native;
 // mapped and foreign: the same files plus a provenance object), and its byte-level pieces:
-//   - SnapshotManifest, MappedProvenance, ForeignProvenance: the manifest.json fields;
+//   - SnapshotManifest, MappedProvenance, ForeignProvenance: the manifest.json fields (each
+//     with one field list, kv/manifest_fields.h, that drives its writer, reader and rules);
 //   - write_payload: the one payload serializer (files, hashers, KVC1 tensors, store chunks);
 //   - PayloadCheck: what is checked on every payload stream (SHA-256, finiteness).
 // The state built from them, its one reader and its writers are kv/state.h's.
@@ -165,9 +166,10 @@ struct SnapshotManifest {
   uint64_t payload_bytes() const;
 
   // The coordinates a target must match for a strict import, in check order, as
-  // (field name, canonical value) pairs: model identity, architecture, tokenizer identity,
-  // geometry (without positions), RoPE, Q/K norm, representation, numerics. kv compare uses
-  // the same list to prove that two snapshots align.
+  // (field name, canonical value) pairs: the kTarget fields of the field list, in its order
+  // (model identity, architecture and shape, tokenizer identity, geometry without positions,
+  // RoPE, Q/K norm, representation, numerics). kv compare uses the same list to prove that two
+  // snapshots align.
   std::vector<std::pair<std::string, std::string>> target_fields() const;
 };
 
@@ -204,7 +206,7 @@ struct MappedProvenance {
   // (contract/registry.h). Optional: "" (a cache written before the field) is not written.
   std::string registration;
 
-  nlohmann::ordered_json to_json() const;  // fixed key order (the order above)
+  nlohmann::ordered_json to_json() const;  // fixed key order (kv/manifest_fields.h)
   // Rules that need the manifest: one role per layer, shared_layers <= anchor <= layers.
   void validate(const SnapshotManifest& m, const std::string& where) const;
 };
@@ -221,7 +223,7 @@ inline constexpr const char* kForeignFormat = "ember.kv-foreign";
 inline constexpr const char* kForeignContract = "foreign";
 
 // What every foreign cache records, whatever computed it, plus an engine-specific `details`
-// object whose members the row of its source format fixes (manifest.cpp: kForeignSources):
+// object whose members the row of its source format fixes (manifest.cpp: foreign_sources()):
 //   ggsq (llama.cpp)         {"v_layout", "k_rotation", "v_rotation"}
 //   safetensors-mlx / -vllm  {"layout"}
 struct ForeignProvenance {
@@ -247,7 +249,7 @@ struct ForeignProvenance {
   std::vector<std::pair<std::string, std::string>> details;
   std::string detail(const std::string& key) const;  // "" when absent
 
-  nlohmann::ordered_json to_json() const;  // fixed key order (the order above)
+  nlohmann::ordered_json to_json() const;  // fixed key order (kv/manifest_fields.h)
   void validate(const std::string& where) const;
 };
 

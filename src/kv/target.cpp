@@ -5,8 +5,13 @@
 namespace ember::kv {
 
 SnapshotManifest describe_target(const model::Engine& engine, const std::string& tokenizer_identity) {
-  const model::ModelConfig& c = engine.config();
   SnapshotManifest m;
+  fill_target_fields(m, engine, tokenizer_identity);
+  return m;
+}
+
+void fill_target_fields(SnapshotManifest& m, const model::Engine& engine, const std::string& tokenizer_identity) {
+  const model::ModelConfig& c = engine.config();
   m.model.identity = engine.model().identity();
   m.model.architecture = model::arch_name(c.arch);
   m.model.vocab_size = c.n_vocab;
@@ -26,7 +31,6 @@ SnapshotManifest describe_target(const model::Engine& engine, const std::string&
   m.representation = Representation{};  // the engine caches post-RoPE keys, projected values
   m.numerics.contract = model::kNumericsContract;
   m.numerics.engine_fingerprint = engine.fingerprint();
-  return m;
 }
 
 model::KvCache import_for_model(const VerifiedState& s, const model::Engine& engine,
