@@ -1,9 +1,12 @@
 #include "analysis/compare_load.h"
 
 #include <cstdio>
+#include <cstring>
 #include <optional>
 
+#include "kv/manifest_fields.h"
 #include "kv/state.h"
+#include "util/error.h"
 #include "util/sha256.h"
 
 namespace ember::kv {
@@ -19,19 +22,22 @@ std::string exact_float(float f) {
 }  // namespace
 
 NamedValues representation_of(const SnapshotManifest& m) {
-  return {{"rope.layout", m.rope.layout},
-          {"rope.theta", exact_float(m.rope.theta)},
-          {"rope.scaling.type", m.rope.scaling_type},
-          {"rope.scaling.factor", exact_float(m.rope.scaling_factor)},
-          {"rope.scaling.original_context", std::to_string(m.rope.original_context)},
-          {"rope.scaling.low_freq_factor", exact_float(m.rope.low_freq_factor)},
-          {"rope.scaling.high_freq_factor", exact_float(m.rope.high_freq_factor)},
-          {"attention.qk_norm", m.attention.qk_norm},
-          {"dtype", m.representation.dtype},
-          {"byte_order", m.representation.byte_order},
-          {"layout", m.representation.layout},
-          {"keys", m.representation.keys},
-          {"values", m.representation.values}};
+  NamedValues out;
+  visit_fields(m, [&](const auto& v, const FieldSpec& f) {
+    using T = std::decay_t<decltype(v)>;
+    if (!(f.roles & kRepresentation)) return;
+    std::string name = f.path;
+    if (name.rfind("representation.", 0) == 0) name.erase(0, std::strlen("representation."));
+    if constexpr (std::is_same_v<T, std::string>)
+      out.emplace_back(name, v);
+    else if constexpr (std::is_same_v<T, float>)
+      out.emplace_back(name, exact_float(v));
+    else if constexpr (std::is_same_v<T, int>)
+      out.emplace_back(name, std::to_string(v));
+    else
+      EMBER_CHECK(!"a representation field is a string, an f32 or an int");
+  });
+  return out;
 }
 
 std::string weights_of_fingerprint(const std::string& fp) {

@@ -15,7 +15,9 @@
 
 namespace ember::kv {
 
-// Representation coordinates of a manifest, as compared by check_alignment().
+// Representation coordinates of a manifest, as compared by check_alignment(): the
+// kRepresentation rows of kv/manifest_fields.h in list order, named without "representation.",
+// f32 values in "%.9g" (every f32 round-trips).
 NamedValues representation_of(const SnapshotManifest& m);
 // "F32,Q8_0,..." from "canonical-v1;weights=F32,Q8_0;..." ("" if absent).
 std::string weights_of_fingerprint(const std::string& fingerprint);
