@@ -58,11 +58,11 @@ int main(int argc, char** argv) {
     }
     sink = sink + s;
   });
-  const double t_cmp = best_time(3, [&] { (void)ember::kv::compare_caches(a, b, false); });
-  const double t_r2 = best_time(3, [&] { (void)ember::kv::compare_caches(a, b, true); });
+  const double t_cmp = best_time(3, [&] { (void)ember::analysis::compare_caches(a, b, false); });
+  const double t_r2 = best_time(3, [&] { (void)ember::analysis::compare_caches(a, b, true); });
   const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   ember::ThreadPool pool(threads);
-  const double t_par = best_time(3, [&] { (void)ember::kv::compare_caches(a, b, false, &pool); });
+  const double t_par = best_time(3, [&] { (void)ember::analysis::compare_caches(a, b, false, &pool); });
 
   std::printf("geometry %d layers x %d kv heads x %d dim x %d positions: %.1f MB of K/V\n",
               dims[0], dims[1], dims[2], dims[3], mb);

@@ -2,7 +2,7 @@
 
 #include "util/error.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 namespace {
 
@@ -45,4 +45,4 @@ CompareReport compare_states(const ComparedState& left, const PerturbedState& ri
   return r;
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

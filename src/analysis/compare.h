@@ -11,7 +11,7 @@
 #include "analysis/diagnostics.h"
 #include "analysis/perturb.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 struct CompareOptions {
   bool r2 = false;
@@ -50,4 +50,4 @@ std::string report_json(const CompareReport& r);
 // The default human-readable table.
 std::string report_table(const CompareReport& r);
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

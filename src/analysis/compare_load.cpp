@@ -9,7 +9,7 @@
 #include "util/error.h"
 #include "util/sha256.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 namespace {
 
@@ -21,11 +21,11 @@ std::string exact_float(float f) {
 
 }  // namespace
 
-NamedValues representation_of(const SnapshotManifest& m) {
+NamedValues representation_of(const kv::SnapshotManifest& m) {
   NamedValues out;
-  visit_fields(m, [&](const auto& v, const FieldSpec& f) {
+  kv::visit_fields(m, [&](const auto& v, const kv::FieldSpec& f) {
     using T = std::decay_t<decltype(v)>;
-    if (!(f.roles & kRepresentation)) return;
+    if (!(f.roles & kv::kRepresentation)) return;
     std::string name = f.path;
     if (name.rfind("representation.", 0) == 0) name.erase(0, std::strlen("representation."));
     if constexpr (std::is_same_v<T, std::string>)
@@ -52,8 +52,8 @@ std::string weights_of_fingerprint(const std::string& fp) {
 namespace {
 
 // Everything but snapshot_id (which depends on the artifact kind's manifest text).
-ComparedState compared_fields(KvState s) {
-  const SnapshotManifest& m = s.manifest;
+ComparedState compared_fields(kv::KvState s) {
+  const kv::SnapshotManifest& m = s.manifest;
   ComparedState c;
   c.identity.kind = "native";
   c.identity.model_identity = m.model.identity;
@@ -80,17 +80,17 @@ ComparedState compared_fields(KvState s) {
 
 }  // namespace
 
-ComparedState compared_from_state(VerifiedState v) {
+ComparedState compared_from_state(kv::VerifiedState v) {
   const std::string manifest_sha = sha256_hex(v.manifest_text());
-  KvState s = std::move(v).release();
-  const Provenance provenance = s.provenance;
+  kv::KvState s = std::move(v).release();
+  const kv::Provenance provenance = s.provenance;
   ComparedState c = compared_fields(std::move(s));
   c.identity.snapshot_id = manifest_sha;
-  if (const ForeignProvenance* f = std::get_if<ForeignProvenance>(&provenance)) {
+  if (const kv::ForeignProvenance* f = std::get_if<kv::ForeignProvenance>(&provenance)) {
     // Another engine's cache of the same model: keys post-RoPE in the model's RoPE layout in
     // every source ember imports, so nothing is converted here.
     c.identity.kind = "foreign";
-    c.identity.provenance = {{"format", std::string(kForeignFormat) + ".v1"},
+    c.identity.provenance = {{"format", std::string(kv::kForeignFormat) + ".v1"},
                              {"foreign.engine", f->engine},
                              {"foreign.format", f->format + " v" + std::to_string(f->format_version)},
                              {"foreign.cache_type_k", f->cache_type_k},
@@ -107,10 +107,10 @@ ComparedState compared_from_state(VerifiedState v) {
                                  "model's RoPE layout on import"});
     return c;
   }
-  const MappedProvenance* p = std::get_if<MappedProvenance>(&provenance);
+  const kv::MappedProvenance* p = std::get_if<kv::MappedProvenance>(&provenance);
   if (!p) return c;
   c.identity.kind = "mapped";
-  c.identity.provenance = {{"format", std::string(kMappedFormat) + ".v1"},
+  c.identity.provenance = {{"format", std::string(kv::kMappedFormat) + ".v1"},
                            {"numerics_contract", c.identity.provenance.back().second},
                            {"mapping.kind", p->kind},
                            {"mapping.mapper_hash", p->mapper_hash},
@@ -121,4 +121,4 @@ ComparedState compared_from_state(VerifiedState v) {
   return c;
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

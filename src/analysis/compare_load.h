@@ -13,12 +13,12 @@
 #include "analysis/compare_state.h"
 #include "kv/state.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 // Representation coordinates of a manifest, as compared by check_alignment(): the
 // kRepresentation rows of kv/manifest_fields.h in list order, named without "representation.",
 // f32 values in "%.9g" (every f32 round-trips).
-NamedValues representation_of(const SnapshotManifest& m);
+NamedValues representation_of(const kv::SnapshotManifest& m);
 // "F32,Q8_0,..." from "canonical-v1;weights=F32,Q8_0;..." ("" if absent).
 std::string weights_of_fingerprint(const std::string& fingerprint);
 
@@ -27,6 +27,6 @@ std::string weights_of_fingerprint(const std::string& fingerprint);
 // (ember.kv-mapped.v1) is kind "mapped" with provenance naming the mapper hash, kind, s, a and
 // the source; a foreign one (ember.kv-foreign.v1) kind "foreign" with its engine, source format,
 // cache types and details, so compare labels the pair cross-engine.
-ComparedState compared_from_state(VerifiedState s);
+ComparedState compared_from_state(kv::VerifiedState s);
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

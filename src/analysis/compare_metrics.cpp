@@ -7,7 +7,7 @@
 #include "util/f16.h"
 #include "util/thread_pool.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 const char* part_name(KvPart p) { return p == KvPart::k ? "k" : "v"; }
 
@@ -117,4 +117,4 @@ KvMetrics compare_caches(const model::KvCache& left, const model::KvCache& right
   return out;
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

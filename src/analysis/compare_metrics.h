@@ -20,7 +20,7 @@ namespace ember {
 class ThreadPool;
 }
 
-namespace ember::kv {
+namespace ember::analysis {
 
 enum class KvPart { k, v };
 const char* part_name(KvPart p);  // "k" | "v"
@@ -65,4 +65,4 @@ struct KvMetrics {
 KvMetrics compare_caches(const model::KvCache& left, const model::KvCache& right, bool r2,
                          ThreadPool* pool = nullptr);
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -8,7 +8,7 @@
 #include "util/sha256.h"
 #include "util/printable.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 namespace {
 
@@ -290,4 +290,4 @@ std::string report_table(const CompareReport& r) {
   return o;
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -5,13 +5,13 @@
 #include "util/error.h"
 #include "util/sha256.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 namespace {
 
-std::string active_sha256(const model::KvCache& c, Payload which) {
+std::string active_sha256(const model::KvCache& c, kv::Payload which) {
   HashingSink h;
-  write_payload(c, which, h);  // the one serializer: the bytes of a payload file
+  kv::write_payload(c, which, h);  // the one serializer: the bytes of a payload file
   return to_hex(h.finish());
 }
 
@@ -28,8 +28,8 @@ std::string short_id(const std::string& hex) { return hex.size() > 16 ? hex.subs
 
 }  // namespace
 
-std::string active_keys_sha256(const model::KvCache& cache) { return active_sha256(cache, Payload::keys); }
-std::string active_values_sha256(const model::KvCache& cache) { return active_sha256(cache, Payload::values); }
+std::string active_keys_sha256(const model::KvCache& cache) { return active_sha256(cache, kv::Payload::keys); }
+std::string active_values_sha256(const model::KvCache& cache) { return active_sha256(cache, kv::Payload::values); }
 
 void check_state_consistent(const ComparedState& s, const std::string& where) {
   const model::KvCache& c = s.cache;
@@ -138,4 +138,4 @@ Crossing classify_crossing(const StateIdentity& left, const StateIdentity& right
   return c;
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

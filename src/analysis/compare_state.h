@@ -16,7 +16,7 @@
 #include "model/kv_cache.h"
 #include "util/ed25519.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 // Ordered (name, value) pairs: printed in this order, compared by name.
 using NamedValues = std::vector<std::pair<std::string, std::string>>;
@@ -83,4 +83,4 @@ struct Crossing {
 std::string state_engine(const StateIdentity& s);
 Crossing classify_crossing(const StateIdentity& left, const StateIdentity& right);
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

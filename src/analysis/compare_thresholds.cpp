@@ -4,7 +4,7 @@
 
 #include "util/error.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 namespace {
 
@@ -55,4 +55,4 @@ std::vector<Failure> find_failures(const KvMetrics& m, const Thresholds& t) {
   return out;
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

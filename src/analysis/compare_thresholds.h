@@ -8,7 +8,7 @@
 
 #include "analysis/compare_metrics.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 struct Thresholds {
   std::optional<double> min_cosine;  // fails when cosine < min_cosine
@@ -34,4 +34,4 @@ struct Failure {
 void validate_thresholds(const Thresholds& t);
 std::vector<Failure> find_failures(const KvMetrics& m, const Thresholds& t);
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -6,7 +6,7 @@
 #include "util/error.h"
 #include "util/kl.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 namespace {
 
@@ -147,4 +147,4 @@ Diagnostics run_diagnostics(const DiagnosticModel& model, const ComparedState& l
   return d;
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

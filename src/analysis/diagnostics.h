@@ -20,7 +20,7 @@
 #include "analysis/compare_state.h"
 #include "model/engine.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 // Two f32 vectors (LEFT a, RIGHT b) compared in f64, summed in element order.
 struct VectorCompare {
@@ -90,4 +90,4 @@ Diagnostics run_diagnostics(const DiagnosticModel& model, const ComparedState& l
 Diagnostics run_diagnostics(model::Engine& engine, const ComparedState& left,
                             const ComparedState& right, const DiagnosticsOptions& options);
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

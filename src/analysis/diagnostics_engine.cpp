@@ -2,7 +2,7 @@
 // measurement logic does not depend on how a forward step is computed.
 #include "analysis/diagnostics.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 Diagnostics run_diagnostics(model::Engine& engine, const ComparedState& left,
                             const ComparedState& right, const DiagnosticsOptions& options) {
@@ -21,4 +21,4 @@ Diagnostics run_diagnostics(model::Engine& engine, const ComparedState& left,
   return run_diagnostics(m, left, right, options);
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -3,7 +3,7 @@
 
 #include "analysis/diagnostics.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 VectorCompare compare_vectors(const float* a, const float* b, size_t n) {
   // f64, one accumulator per quantity, element order: the same contract as the K/V metrics.
@@ -37,4 +37,4 @@ VectorCompare compare_vectors(const float* a, const float* b, size_t n) {
   return out;
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -4,7 +4,7 @@
 #include "analysis/kv_quant_study.h"
 #include "util/html_report.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 namespace {
 
@@ -68,4 +68,4 @@ std::string KvQuantStudy::html() const {
   return h + "</div>\n" + html::page_end();
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

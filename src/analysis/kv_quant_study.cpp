@@ -12,7 +12,7 @@
 #include "util/f16.h"
 #include "util/kl.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 namespace {
 
@@ -243,4 +243,4 @@ std::string KvQuantStudy::table() const {
   return o;
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -20,7 +20,7 @@
 #include "gguf/types.h"
 #include "model/engine.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 struct KvQuantStudyOptions {
   std::vector<gguf::TensorType> types;  // default: q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl
@@ -66,4 +66,4 @@ KvQuantStudy run_kv_quant_study(model::Engine& engine,
                                 const std::vector<std::vector<int32_t>>& prompts,
                                 KvQuantStudyOptions options);
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -9,7 +9,7 @@
 #include "util/error.h"
 #include "util/f16.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 const char* kv_rotation_name(KvRotation r) {
   return r == KvRotation::llamacpp ? "llamacpp" : "none";
@@ -22,7 +22,7 @@ KvRotation parse_kv_rotation(const std::string& s, const char* where, const char
 }
 
 int kv_rotation_block(KvRotation r, int head_dim, KvPart part) {
-  return r == KvRotation::llamacpp ? llamacpp_rotation(head_dim, part == KvPart::k) : 0;
+  return r == KvRotation::llamacpp ? kv::llamacpp_rotation(head_dim, part == KvPart::k) : 0;
 }
 
 void check_kv_quantizable(gguf::TensorType type, int n_kv_heads, int head_dim,
@@ -44,14 +44,14 @@ void quantize_kv_row(gguf::TensorType type, int rot, const float* x, uint8_t* bl
   EMBER_CHECK(rot >= 0 && (rot == 0 || n % rot == 0));
   if (rot > 0) {
     std::vector<float> r(x, x + n);
-    for (int64_t i = 0; i < n; i += rot) llamacpp_hadamard(r.data() + i, rot);
+    for (int64_t i = 0; i < n; i += rot) kv::llamacpp_hadamard(r.data() + i, rot);
     gguf::quantize_row_kv_cache(type, r.data(), blocks, n);
   } else {
     gguf::quantize_row_kv_cache(type, x, blocks, n);
   }
   gguf::dequantize_row(type, blocks, y, n);
   if (rot > 0)
-    for (int64_t i = 0; i < n; i += rot) llamacpp_hadamard(y + i, rot);
+    for (int64_t i = 0; i < n; i += rot) kv::llamacpp_hadamard(y + i, rot);
 }
 
 uint64_t quantize_kv_rows(model::KvCache& cache, KvPart part, gguf::TensorType type,
@@ -91,4 +91,4 @@ uint64_t count_kv_quantize_changes(const model::KvCache& cache, KvPart part,
                           pos_begin, pos_end, false);
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

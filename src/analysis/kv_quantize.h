@@ -22,7 +22,7 @@
 #include "gguf/types.h"
 #include "model/kv_cache.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 // What is modelled before quantizing: llamacpp = llama.cpp v0.5.0's attention rotation
 // (attn_rot_k / attn_rot_v, on by default; a no-op where head_dim is not a multiple of 64),
@@ -59,4 +59,4 @@ uint64_t count_kv_quantize_changes(const model::KvCache& cache, KvPart part,
 void check_kv_quantizable(gguf::TensorType type, int n_kv_heads, int head_dim,
                           const char* where);
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

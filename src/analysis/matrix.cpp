@@ -19,7 +19,7 @@
 #include "util/progress.h"
 #include "util/thread_pool.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 namespace {
 
@@ -202,30 +202,30 @@ void run_cell(MatrixCell& cell, const MatrixModel& mm, Engines& engines, const M
                "at most " + std::to_string(native_engine.position_limit() - N + 1) + " (the position limit " +
                    std::to_string(native_engine.position_limit()) + " less -n " + std::to_string(N) + " + 1)",
                std::to_string(P));
-  ContinueOptions native_opt;
+  kv::ContinueOptions native_opt;
   native_opt.steps = N;
   native_opt.keep_logits = true;
-  const Continuation native = generate_native(native_engine, prompt.tokens, native_opt);
+  const kv::Continuation native = kv::generate_native(native_engine, prompt.tokens, native_opt);
 
-  ExportResult exported = export_prefix(role(1), mm.tokenizer_identity, prompt.tokens, o.producer);
+  kv::ExportResult exported = kv::export_prefix(role(1), mm.tokenizer_identity, prompt.tokens, o.producer);
   const std::string snap_dir = dir + "/snapshot";
-  write_state_dir(exported.snapshot, snap_dir, false);
+  kv::write_state_dir(exported.snapshot, snap_dir, false);
   if (o.before_replay) o.before_replay(snap_dir);
-  VerifiedState loaded = open_state(snap_dir);
+  kv::VerifiedState loaded = kv::open_state(snap_dir);
 
   model::Engine& replay_engine = role(2);
-  ContinueOptions replay_opt;
+  kv::ContinueOptions replay_opt;
   replay_opt.steps = N - 1;
   replay_opt.keep_logits = true;
   replay_opt.where = snap_dir;
-  const Continuation replayed = replay(loaded, replay_engine, mm.tokenizer_identity, replay_opt);
+  const kv::Continuation replayed = kv::replay(loaded, replay_engine, mm.tokenizer_identity, replay_opt);
 
   MatrixGate& g = cell.gate;
   g.prefix = loaded.manifest().geometry.positions;
   g.resume_token = loaded.manifest().resume.token;
   g.resume_position = loaded.manifest().resume.position;
   g.native_first = native.tokens.empty() ? -1 : native.tokens[0];
-  g.verdict = compare_replay_logits(bytes_of(native.logits), bytes_of(exported.boundary_logits),
+  g.verdict = kv::compare_replay_logits(bytes_of(native.logits), bytes_of(exported.boundary_logits),
                                     bytes_of(replayed.logits), N);
   g.pass = g.verdict.pass && g.native_first == g.resume_token && g.resume_position == g.prefix &&
            g.prefix == P;
@@ -246,7 +246,7 @@ void run_cell(MatrixCell& cell, const MatrixModel& mm, Engines& engines, const M
     if (!g.verdict.shape_error.empty()) {
       cell.reason = "gate: " + g.verdict.shape_error;
     } else if (g.verdict.first_mismatch) {
-      const LogitsMismatch& m = *g.verdict.first_mismatch;
+      const kv::LogitsMismatch& m = *g.verdict.first_mismatch;
       char buf[200];
       std::snprintf(buf, sizeof buf, "gate: %llu values differ; first at row %d (%s), token %d: 0x%08x vs 0x%08x",
                     static_cast<unsigned long long>(g.verdict.differing_values), m.row, m.source.c_str(), m.column,
@@ -434,4 +434,4 @@ MatrixReport run_matrix(const std::vector<std::string>& model_paths, const Matri
   return rep;
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

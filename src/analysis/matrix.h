@@ -33,7 +33,7 @@
 #include "model/engine.h"
 #include "util/simd.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 // The roles of a cell, in the order a variant names them.
 inline constexpr std::array<const char*, 3> kMatrixRoles = {"native", "export", "replay"};
@@ -94,7 +94,7 @@ struct MatrixGate {
   int32_t resume_token = -1;  // at position P
   int64_t resume_position = 0;
   int32_t native_first = -1;  // native's first selected token (== resume_token when aligned)
-  GateVerdict verdict;
+  kv::GateVerdict verdict;
 };
 
 struct MatrixSelf {
@@ -158,4 +158,4 @@ using MatrixLoader = std::function<MatrixModel(const std::string& model_path)>;
 MatrixReport run_matrix(const std::vector<std::string>& model_paths, const MatrixLoader& load,
                         const std::vector<MatrixVariant>& variants, const MatrixOptions& options);
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

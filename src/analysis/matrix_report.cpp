@@ -8,16 +8,18 @@
 #include "util/html_report.h"
 
 // The page's escaping and its failure colour come from the shared report primitives.
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 std::string html_escape(const std::string& s) { return html::escape(s); }
 std::string far_colour() { return html::ColourScale{}.colour(1.0); }
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis
 
-namespace ember::kv {
+namespace ember::analysis {
 
 namespace {
+
+using kv::ordered_json;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -34,7 +36,7 @@ bool ran(const MatrixCell& c) { return c.status == "pass" || c.status == "fail";
 
 std::string gate_text(const MatrixCell& c) {
   if (!ran(c)) return "-";
-  const GateVerdict& v = c.gate.verdict;
+  const kv::GateVerdict& v = c.gate.verdict;
   if (c.gate.pass) return "pass " + std::to_string(v.rows) + "x" + std::to_string(v.vocab);
   return "FAIL " + std::to_string(v.differing_values) + " differ";
 }
@@ -77,7 +79,7 @@ ordered_json cell_json(const MatrixCell& c) {
     g["prefix"] = c.gate.prefix;
     g["resume"] = {{"token", c.gate.resume_token}, {"position", c.gate.resume_position}};
     g["native_first_token"] = c.gate.native_first;
-    g["verdict"] = verdict_json(c.gate.verdict);
+    g["verdict"] = kv::verdict_json(c.gate.verdict);
     j["gate"] = g;
     ordered_json s;
     s["exact"] = c.self.exact;
@@ -231,4 +233,4 @@ std::string MatrixReport::html() const {
   return h + "</table>\n</body></html>\n";
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

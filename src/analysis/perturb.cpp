@@ -12,7 +12,7 @@
 #include "util/f16.h"
 #include "util/sha256.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 namespace {
 
@@ -436,4 +436,4 @@ PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r,
   return out;
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

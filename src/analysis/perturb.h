@@ -17,7 +17,7 @@
 #include "analysis/kv_quantize.h"
 #include "gguf/types.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 enum class PerturbPart { k, v, kv };
 const char* perturb_part_name(PerturbPart p);  // "k" | "v" | "kv"
@@ -95,4 +95,4 @@ class PerturbedState {
 // identity becomes kind "perturbed" with the receipt in its provenance.
 PerturbedState apply_perturbation(ComparedState source, const PerturbReceipt& r, bool allow_non_finite = false);
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

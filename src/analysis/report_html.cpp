@@ -6,7 +6,7 @@
 
 #include "util/html_report.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 namespace {
 
@@ -198,4 +198,4 @@ std::string report_html(const CompareReport& r) {
   return o + html::page_end();
 }
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -9,8 +9,8 @@
 
 #include "analysis/compare.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 
 std::string report_html(const CompareReport& r);
 
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -69,10 +69,10 @@ std::vector<int> parse_layer_list(const std::string& s) {
 // LEFT is the reference and must be native to the loaded model, as strictly as an import:
 // the model identity covers the weights and hyper-parameters (so RoPE and norms), the
 // fingerprint the numerics, and the tokenizer identity the meaning of the prefix ids.
-void check_left_is_native(const kv::ComparedState& left, const model::Engine& engine,
+void check_left_is_native(const analysis::ComparedState& left, const model::Engine& engine,
                           const std::string& tokenizer_identity) {
   const char* where = "kv compare LEFT";
-  const kv::StateIdentity& id = left.identity;
+  const analysis::StateIdentity& id = left.identity;
   if (id.kind != "native") fail_field(where, "kind", "native", id.kind);
   if (id.model_identity != engine.model().identity()) {
     fail_field(where, "model.identity", engine.model().identity() + " (--model)", id.model_identity);
@@ -91,7 +91,7 @@ void check_left_is_native(const kv::ComparedState& left, const model::Engine& en
 }
 
 void run_compare(const CompareArgs& a) {
-  kv::CompareOptions opts;
+  analysis::CompareOptions opts;
   opts.r2 = a.r2;
   auto given = [](const CLI::Option* o, double v) {
     return o->count() > 0 ? std::optional<double>(v) : std::nullopt;
@@ -100,7 +100,7 @@ void run_compare(const CompareArgs& a) {
   opts.thresholds.min_cosine = given(a.min_cosine_opt, a.min_cosine);
   opts.thresholds.max_mse = given(a.max_mse_opt, a.max_mse);
   opts.thresholds.min_r2 = given(a.min_r2_opt, a.min_r2);
-  kv::validate_thresholds(opts.thresholds);
+  analysis::validate_thresholds(opts.thresholds);
   const int threads = resolve_threads(a.threads);
   if (!a.model.empty() && (a.steps < 1 || a.steps > 4096)) {
     fail_field("kv compare", "--steps", "1..4096", std::to_string(a.steps));
@@ -116,20 +116,20 @@ void run_compare(const CompareArgs& a) {
   if (a.allow_non_finite)
     std::fprintf(stderr, "ember: --allow-non-finite: NaN/Inf K/V are loaded for analysis (every other check "
                          "still applies); metrics over them are not meaningful\n");
-  const kv::ComparedState left = kv::compared_from_state(open_state_ref(a.left, {kv::Accept::any, a.allow_non_finite}));
-  kv::ComparedState right = kv::compared_from_state(open_state_ref(a.right, {kv::Accept::any, a.allow_non_finite}));
+  const analysis::ComparedState left = analysis::compared_from_state(open_state_ref(a.left, {kv::Accept::any, a.allow_non_finite}));
+  analysis::ComparedState right = analysis::compared_from_state(open_state_ref(a.right, {kv::Accept::any, a.allow_non_finite}));
   kv::check_trust(a.left, left.identity.seal, left.identity.signature, a.trust.side(true));
   kv::check_trust(a.right, right.identity.seal, right.identity.signature, a.trust.side(false));
 
   ThreadPool pool(threads);
-  std::optional<kv::PerturbedState> perturbed;
-  kv::CompareReport report;
+  std::optional<analysis::PerturbedState> perturbed;
+  analysis::CompareReport report;
   if (!a.perturb.empty()) {
-    const kv::PerturbReceipt receipt = kv::parse_receipt(read_file(a.perturb, 1 << 20), a.perturb);
-    perturbed.emplace(kv::apply_perturbation(std::move(right), receipt, a.allow_non_finite));
-    report = kv::compare_states(left, *perturbed, opts, &pool);
+    const analysis::PerturbReceipt receipt = analysis::parse_receipt(read_file(a.perturb, 1 << 20), a.perturb);
+    perturbed.emplace(analysis::apply_perturbation(std::move(right), receipt, a.allow_non_finite));
+    report = analysis::compare_states(left, *perturbed, opts, &pool);
   } else {
-    report = kv::compare_states(left, right, opts, &pool);
+    report = analysis::compare_states(left, right, opts, &pool);
   }
   if (!a.model.empty()) {
     const LoadedModel loaded = load_model({a.model, a.tokenizer, ""});
@@ -139,20 +139,20 @@ void run_compare(const CompareArgs& a) {
     // Step s evaluates position P + s: all below the model's context length (or the flag).
     check_positions(engine, int64_t(left.cache.n_pos) + 1, a.left, "positions + the resume token", a.steps,
                     "--steps");
-    const kv::ComparedState& r = perturbed ? perturbed->state() : right;
-    report.diagnostics = kv::run_diagnostics(engine, left, r, kv::DiagnosticsOptions{a.steps});
+    const analysis::ComparedState& r = perturbed ? perturbed->state() : right;
+    report.diagnostics = analysis::run_diagnostics(engine, left, r, analysis::DiagnosticsOptions{a.steps});
   }
-  const std::string json = kv::report_json(report);
+  const std::string json = analysis::report_json(report);
   if (!a.json_out.empty()) write_file_atomic(a.json_out, json, a.force);
-  if (!a.report.empty()) write_file_atomic(a.report, kv::report_html(report), a.force);
-  const std::string out = a.json ? json : kv::report_table(report);
+  if (!a.report.empty()) write_file_atomic(a.report, analysis::report_html(report), a.force);
+  const std::string out = a.json ? json : analysis::report_table(report);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   if (!report.pass()) {
-    const kv::Failure& f = report.failures.front();
+    const analysis::Failure& f = report.failures.front();
     throw CheckFailed{"kv compare: " + std::to_string(report.failures.size()) +
                       " threshold exceedance(s); first at layer " + std::to_string(f.layer) +
-                      " head " + std::to_string(f.head) + " " + kv::part_name(f.part) + " " +
+                      " head " + std::to_string(f.head) + " " + analysis::part_name(f.part) + " " +
                       f.metric};
   }
 }
@@ -175,28 +175,28 @@ void run_perturb(const PerturbArgs& a) {
     fail_field("kv perturb", "--layers", "only with --quantize", a.layers);
   if (!quantized && a.rotation_opt->count() > 0)
     fail_field("kv perturb", "--rotation", "only with --quantize", a.rotation);
-  kv::PerturbSpec spec;
+  analysis::PerturbSpec spec;
   if (quantized) {
     const auto t = gguf::parse_type_name(a.quantize);
     if (!t || !gguf::is_kv_cache_quant_type(*t))
       fail_field("kv perturb", "--quantize", "one of q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl",
                  "'" + a.quantize + "'");
     spec.quantize = *t;
-    spec.rotation = kv::parse_kv_rotation(a.rotation, "kv perturb", "--rotation");
+    spec.rotation = analysis::parse_kv_rotation(a.rotation, "kv perturb", "--rotation");
     if (a.layers_opt->count() > 0) spec.layers = parse_layer_list(a.layers);
   }
   spec.layer = a.layer;
   spec.head = a.head;
-  spec.part = kv::parse_perturb_part(a.part);
+  spec.part = analysis::parse_perturb_part(a.part);
   spec.zero = a.zero;
   if (scaled) spec.scale_bits = f32_to_bits(a.scale);
   refuse_output_is_input(a.receipt, {a.snapshot});
   if (!a.force && path_exists(a.receipt)) {
     fail_field("kv perturb", "--receipt", "a path that does not exist (or --force)", a.receipt);
   }
-  const kv::ComparedState source = kv::compared_from_state(open_state_ref(a.snapshot, {kv::Accept::native}));
-  const kv::PerturbReceipt r = kv::make_receipt(source, spec);
-  kv::write_receipt(a.receipt, r, a.force);
+  const analysis::ComparedState source = analysis::compared_from_state(open_state_ref(a.snapshot, {kv::Accept::native}));
+  const analysis::PerturbReceipt r = analysis::make_receipt(source, spec);
+  analysis::write_receipt(a.receipt, r, a.force);
   const std::string what =
       quantized ? "quantize " + a.quantize + " rotation " + a.rotation + " layers " +
                       (a.layers.empty() ? "all" : a.layers)

@@ -26,7 +26,7 @@ constexpr size_t kMaxModels = 10000;
 
 struct MatrixArgs {
   std::vector<std::string> models;
-  std::string models_file, variants = kv::kDefaultVariants, out, json, html;
+  std::string models_file, variants = analysis::kDefaultVariants, out, json, html;
   PromptListArgs prompts;
   int n = 24, threads = 0, control_layer = 0, control_head = 0;
   bool keep = false, force = false, allow_past_context = false;
@@ -62,8 +62,8 @@ void run(MatrixArgs& a) {
   if (!a.models_file.empty())
     for (const std::string& m : read_models_file(a.models_file)) models.push_back(m);
   if (models.empty()) fail_field(kWhere, "models", "--model M.gguf (repeatable) or --models LIST", "none");
-  std::vector<kv::MatrixVariant> variants = kv::parse_variants(a.variants);
-  for (kv::MatrixVariant& v : variants)
+  std::vector<analysis::MatrixVariant> variants = analysis::parse_variants(a.variants);
+  for (analysis::MatrixVariant& v : variants)
     for (int& t : v.threads)
       if (t > 0) t = check_threads(t, "--variants thread count");
   if (a.n < 2) fail_field(kWhere, "-n", ">= 2 (one boundary row and at least one replay row)", std::to_string(a.n));
@@ -85,7 +85,7 @@ void run(MatrixArgs& a) {
     fail_field(kWhere, "--out", "a directory that does not exist or is empty (or --force)", a.out);
   fs::create_directories(a.out);
 
-  kv::MatrixOptions o;
+  analysis::MatrixOptions o;
   o.steps = a.n;
   o.threads = resolve_threads(a.threads);
   o.control_layer = a.control_layer;
@@ -93,18 +93,18 @@ void run(MatrixArgs& a) {
   o.allow_past_context = a.allow_past_context;
   o.out = a.out;
   o.keep = a.keep;
-  const kv::MatrixLoader load = [&a](const std::string& path) {
+  const analysis::MatrixLoader load = [&a](const std::string& path) {
     LoadedModel m = load_model({path, "", ""});
     PromptListArgs p = a.prompts;
     p.chat.model = path;
-    kv::MatrixModel mm;
+    analysis::MatrixModel mm;
     mm.tokenizer_identity = m.tokenizer->identity();
     for (NamedPrompt& np : read_named_prompt_list(p, *m.tokenizer, m.model->config().n_vocab, kWhere))
       mm.prompts.push_back({std::move(np.id), std::move(np.tokens)});
     mm.model = std::move(m.model);
     return mm;
   };
-  const kv::MatrixReport r = kv::run_matrix(models, load, variants, o);
+  const analysis::MatrixReport r = analysis::run_matrix(models, load, variants, o);
   if (!a.keep) {
     std::error_code ec;
     fs::remove(a.out + "/cells", ec);  // empty unless a cell's directory could not be removed
@@ -117,7 +117,7 @@ void run(MatrixArgs& a) {
   if (!r.ok()) {
     std::string which;
     int listed = 0;
-    for (const kv::MatrixCell& c : r.cells)
+    for (const analysis::MatrixCell& c : r.cells)
       if ((c.status == "fail" || c.status == "error") && listed++ < 3)
         which += std::string(listed > 1 ? "; " : "") + c.model_name + "/" + c.prompt_id + "/" + c.variant;
     throw CheckFailed{"kv matrix: " + std::to_string(r.failed()) + " failed and " + std::to_string(r.errors()) +

@@ -33,17 +33,17 @@ std::vector<std::string> split_list(const std::string& s) {
 void run(const KvQuantArgs& a) {
   const char* where = "study kv-quant";
   if (a.limit < 1 || a.limit > 100000) fail_field(where, "--limit", "1..100000", std::to_string(a.limit));
-  kv::KvQuantStudyOptions o;
+  analysis::KvQuantStudyOptions o;
   o.continuation = a.continuation;
   o.top_k = a.top_k;
-  o.rotation = kv::parse_kv_rotation(a.rotation, where, "--rotation");
+  o.rotation = analysis::parse_kv_rotation(a.rotation, where, "--rotation");
   for (const std::string& t : split_list(a.types)) {
     const auto type = gguf::parse_type_name(t);
     if (!type || !gguf::is_kv_cache_quant_type(*type))
       fail_field(where, "--types", "q8_0, q4_0, q4_1, q5_0, q5_1 or iq4_nl", "'" + t + "'");
     o.types.push_back(*type);
   }
-  for (const std::string& p : split_list(a.parts)) o.parts.push_back(kv::parse_perturb_part(p));
+  for (const std::string& p : split_list(a.parts)) o.parts.push_back(analysis::parse_perturb_part(p));
   for (const std::string* p : {&a.json, &a.html}) {
     refuse_output_is_input(*p, {a.model, a.tokenizer, a.prompts});
     if (!p->empty() && !a.force && path_exists(*p))
@@ -59,7 +59,7 @@ void run(const KvQuantArgs& a) {
     check_positions(engine, int64_t(ids.size()), a.prompts, "prompt tokens", 1, "--prompts");
     prompts.push_back(std::move(ids));
   }
-  kv::KvQuantStudy st = kv::run_kv_quant_study(engine, prompts, o);
+  analysis::KvQuantStudy st = analysis::run_kv_quant_study(engine, prompts, o);
   st.model_path = a.model;
   st.prompts_path = a.prompts;
   std::cout << st.table();

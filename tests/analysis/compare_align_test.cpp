@@ -6,7 +6,7 @@
 #include "analysis/compare_fixtures.h"
 #include "util/error.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 
 using testing::copy_state;
@@ -147,4 +147,4 @@ TEST(CompareAlign, SameWeightTypesOfDifferentModelsAreCrossModel) {
 }
 
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -12,7 +12,7 @@
 #include "tokenizer/tokenizer.h"
 #include "util/atomic_file.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 
 using nlohmann::json;
@@ -27,17 +27,17 @@ std::string native_snapshot(const std::string& gguf, const std::vector<int32_t>&
   const auto m = model::Model::load(gguf);
   model::Engine engine(m, model::EngineOptions{1});
   const model::ModelConfig& c = engine.config();
-  KvState s;
+  kv::KvState s;
   s.cache = engine.new_cache(int(prompt.size()));
   const std::vector<float> logits = engine.forward(s.cache, prompt);
-  SnapshotManifest& man = s.manifest;
+  kv::SnapshotManifest& man = s.manifest;
   man.producer = "ember test";
   man.model = {m->identity(), model::arch_name(c.arch), c.n_vocab, c.n_embd, c.n_heads};
   man.tokenizer.identity = tok::Tokenizer::from_gguf(m->file())->identity();
   man.geometry = {c.n_layers, c.n_kv_heads, c.head_dim, int(prompt.size())};
   man.rope.layout = model::rope_layout_name(c.rope_layout);
   man.rope.theta = c.rope_theta;
-  man.attention.qk_norm = c.qk_norm ? kQkNormRmsPerHead : kQkNormNone;
+  man.attention.qk_norm = c.qk_norm ? kv::kQkNormRmsPerHead : kv::kQkNormNone;
   man.attention.qkv_bias = c.qkv_bias;
   man.numerics.contract = model::kNumericsContract;
   man.numerics.engine_fingerprint = engine.fingerprint();
@@ -45,7 +45,7 @@ std::string native_snapshot(const std::string& gguf, const std::vector<int32_t>&
   man.resume.token = model::argmax(logits.data(), int(logits.size()));
   man.resume.position = int64_t(prompt.size());
   const std::string dir = test::temp_dir("native") + "/snap";
-  write_state_dir(seal(std::move(s), dir), dir, false);
+  kv::write_state_dir(kv::seal(std::move(s), dir), dir, false);
   return dir;
 }
 
@@ -147,4 +147,4 @@ TEST(CompareCliModel, F32AgainstQ8IsAQuantizationBoundaryStudy) {
 }
 
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -11,7 +11,7 @@
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 
 using nlohmann::json;
@@ -22,12 +22,12 @@ using test::q;
 using test::run_ember;
 
 // Writes a snapshot (geometry 3 layers x 2 KV heads x 8 dim x P positions) and returns its dir.
-std::string write(const VerifiedState& s, const std::string& tag) {
+std::string write(const kv::VerifiedState& s, const std::string& tag) {
   const std::string dir = test::temp_dir("cmp-cli") + "/" + tag;
-  write_state_dir(s, dir, false);
+  kv::write_state_dir(s, dir, false);
   return dir;
 }
-std::string write(KvState s, const std::string& tag) { return write(seal(std::move(s), tag), tag); }
+std::string write(kv::KvState s, const std::string& tag) { return write(kv::seal(std::move(s), tag), tag); }
 
 TEST(CompareCli, SelfComparisonPassesWithZeroDifferences) {
   const std::string a = write(test::make_snapshot(3, 2, 8, 5, 1), "a");
@@ -58,9 +58,9 @@ TEST(CompareCli, SelfComparisonPassesWithZeroDifferences) {
 }
 
 TEST(CompareCli, RefusesMisalignedStatesNamingTheCoordinate) {
-  const VerifiedState base = test::make_snapshot(3, 2, 8, 5, 1);
+  const kv::VerifiedState base = test::make_snapshot(3, 2, 8, 5, 1);
   const std::string a = write(base, "a");
-  auto refused = [&](KvState other, const std::string& coordinate) {
+  auto refused = [&](kv::KvState other, const std::string& coordinate) {
     const CliRun r = run_ember("kv compare " + q(a) + " " + q(write(std::move(other), "x")));
     EXPECT_EQ(r.rc, 2) << r.out;
     EXPECT_NE(r.out.find("coordinate " + coordinate), std::string::npos) << r.out;
@@ -69,30 +69,30 @@ TEST(CompareCli, RefusesMisalignedStatesNamingTheCoordinate) {
   refused(test::make_state(3, 2, 16, 5, 1), "geometry.head_dim");
   refused(test::make_state(3, 2, 8, 6, 1), "positions");
   {
-    KvState s = test::make_state(3, 2, 8, 5, 1);
+    kv::KvState s = test::make_state(3, 2, 8, 5, 1);
     s.manifest.prefix.tokens[2] = (s.manifest.prefix.tokens[2] + 1) % 512;
     refused(std::move(s), "prefix_tokens[2]");
   }
   {
-    KvState s = test::make_state(3, 2, 8, 5, 1);
+    kv::KvState s = test::make_state(3, 2, 8, 5, 1);
     s.manifest.tokenizer.identity = std::string(64, 'e');
     refused(std::move(s), "tokenizer");
   }
   {
-    KvState s = test::make_state(3, 2, 8, 5, 1);
+    kv::KvState s = test::make_state(3, 2, 8, 5, 1);
     s.manifest.rope.theta = 10000.0f;
     refused(std::move(s), "representation.rope.theta");
   }
   {
-    KvState s = test::make_state(3, 2, 8, 5, 1);
+    kv::KvState s = test::make_state(3, 2, 8, 5, 1);
     s.manifest.rope.layout = "normal";
     refused(std::move(s), "representation.rope.layout");
   }
 }
 
 TEST(CompareCli, AnotherModelOfTheSameShapeIsComparedAndLabelled) {
-  const KvState base = test::make_state(3, 2, 8, 5, 1);
-  KvState other = test::make_state(3, 2, 8, 5, 2);  // other contents and model
+  const kv::KvState base = test::make_state(3, 2, 8, 5, 1);
+  kv::KvState other = test::make_state(3, 2, 8, 5, 2);  // other contents and model
   other.manifest.prefix = base.manifest.prefix;
   other.manifest.model.architecture = base.manifest.model.architecture;
   other.manifest.numerics.engine_fingerprint = "canonical-v1;weights=F32;test";
@@ -110,7 +110,7 @@ TEST(CompareCli, AnotherModelOfTheSameShapeIsComparedAndLabelled) {
 }
 
 TEST(CompareCli, PerturbWritesOnlyAReceiptThatCompareAppliesToItsSource) {
-  const VerifiedState base = test::make_snapshot(3, 2, 8, 5, 1);
+  const kv::VerifiedState base = test::make_snapshot(3, 2, 8, 5, 1);
   const std::string a = write(base, "a");
   const std::string rdir = test::temp_dir("receipts");
   const std::string receipt = rdir + "/zero.json";
@@ -121,7 +121,7 @@ TEST(CompareCli, PerturbWritesOnlyAReceiptThatCompareAppliesToItsSource) {
   for (const auto& e : std::filesystem::directory_iterator(rdir)) entries += e.is_regular_file() ? 1 : 100;
   EXPECT_EQ(entries, 1u);  // the receipt and nothing else
   const json rec = json::parse(read_file(receipt));
-  EXPECT_EQ(rec["source"]["snapshot_id"], compared_from_state(open_state(a)).identity.snapshot_id);
+  EXPECT_EQ(rec["source"]["snapshot_id"], compared_from_state(kv::open_state(a)).identity.snapshot_id);
   EXPECT_EQ(rec["source"]["keys_sha256"], base.manifest().keys.sha256);
   EXPECT_EQ(rec["affected_elements"]["k"], 40);
 
@@ -200,4 +200,4 @@ TEST(CompareCli, WritesJsonAndHtmlFilesWithoutOverwriting) {
 }
 
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -12,7 +12,7 @@
 #include "support/test_support.h"
 #include "util/error.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 
 std::vector<int32_t> read_i32(const std::string& path) {
@@ -140,4 +140,4 @@ TEST(CompareDiagnostics, RefusesALeftStateOfAnotherModel) {
 }
 
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis

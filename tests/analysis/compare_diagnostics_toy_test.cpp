@@ -12,7 +12,7 @@
 #include "util/error.h"
 #include "util/f16.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 
 constexpr int kLayers = 2, kHeads = 2, kDim = 4, kEmbd = kHeads * kDim, kVocab = 64;
@@ -163,4 +163,4 @@ TEST(CompareDiagnosticsToy, GoldenReportWithDiagnostics) {
 }
 
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -7,7 +7,7 @@
 #include "analysis/compare_state.h"
 #include "util/f16.h"
 
-namespace ember::kv::testing {
+namespace ember::analysis::testing {
 
 // A cache filled with f16 values in about [-2, 2) from a fixed LCG stream.
 inline model::KvCache synthetic_cache(int layers, int heads, int dim, int n_pos, uint32_t seed,
@@ -67,4 +67,4 @@ inline ComparedState copy_state(const ComparedState& s) {
   return c;
 }
 
-}  // namespace ember::kv::testing
+}  // namespace ember::analysis::testing

@@ -12,7 +12,7 @@
 #include "util/error.h"
 #include "util/thread_pool.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 
 std::vector<uint16_t> halves(std::initializer_list<float> xs) {
@@ -195,4 +195,4 @@ TEST(CompareThresholds, PassWhenWithinAndRejectsNonsense) {
 }
 
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -7,7 +7,7 @@
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 
 using test::q;
@@ -76,4 +76,4 @@ TEST(KvQuantCli, StudyWritesItsReportsAndRefusesToOverwrite) {
 }
 
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -7,7 +7,7 @@
 #include "analysis/kv_quant_study.h"
 #include "support/test_support.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 
 std::vector<std::vector<int32_t>> prompts() {
@@ -83,4 +83,4 @@ TEST(KvQuantStudy, RefusesWhatItCannotMeasure) {
 }
 
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -1,7 +1,7 @@
 // ggml-exact KV quantization, checked against caches llama.cpp itself wrote
 // (../shared/models/llamacpp-state/, README there): ember's own f32 K/V of the same prompt on
 // the same F32 GGUF, rotated where llama.cpp rotates and quantized with
-// gguf::quantize_row_kv_cache (kv::quantize_kv_row, what kv perturb --quantize and the study
+// gguf::quantize_row_kv_cache (analysis::quantize_kv_row, what kv perturb --quantize and the study
 // apply), must give the q8_0 / q4_0 blocks in llama.cpp's state files byte for byte, wherever
 // ember's f32 row is the one llama.cpp quantized. The state file is parsed here only as far as this test needs (the
 // ggsq v3 layout of llama.cpp's llama_kv_cache::state_write: the importer lives elsewhere).
@@ -135,7 +135,7 @@ void compare_part(TensorType type, int rot, const std::vector<std::vector<float>
     ASSERT_EQ(types[l], int32_t(type));
     for (uint32_t c = 0; c < cells; ++c) {
       const float* x = ours[l].data() + size_t(c) * row;
-      kv::quantize_kv_row(type, rot, x, q.data(), y.data(), row);
+      analysis::quantize_kv_row(type, rot, x, q.data(), y.data(), row);
       std::memcpy(xr.data(), x, size_t(row) * 4);
       for (int i = 0; rot > 0 && i < row; i += rot) kv::llamacpp_hadamard(xr.data() + i, rot);
       quantize_row(type, xr.data(), qref.data(), row);
@@ -185,8 +185,8 @@ TEST(KvQuantizeFixture, EmberRowsQuantizeToLlamaCppBlocks) {
     ASSERT_EQ(s.k.size(), e.k.size());
     const model::ModelConfig mc = model::Model::load(test::shared_path(std::string("models/") + c.model))->config();
     // The rotation the model asks for is the one the study and kv perturb apply by default.
-    ASSERT_EQ(kv::kv_rotation_block(kv::KvRotation::llamacpp, mc.head_dim, kv::KvPart::k), c.rot_k);
-    ASSERT_EQ(kv::kv_rotation_block(kv::KvRotation::llamacpp, mc.head_dim, kv::KvPart::v), c.rot_v);
+    ASSERT_EQ(analysis::kv_rotation_block(analysis::KvRotation::llamacpp, mc.head_dim, analysis::KvPart::k), c.rot_k);
+    ASSERT_EQ(analysis::kv_rotation_block(analysis::KvRotation::llamacpp, mc.head_dim, analysis::KvPart::v), c.rot_v);
     Tally k, v;
     compare_part(c.type, c.rot_k, e.k, s.k, s.k_type, e.row, s.cells, &k);
     compare_part(c.type, c.rot_v, e.v, s.v, s.v_type, e.row, s.cells, &v);
@@ -210,7 +210,7 @@ TEST(KvQuantizeFixture, EmberRowsQuantizeToLlamaCppBlocks) {
 
 
 // The prediction end to end, on the rotated files: ember's f32 layer-0 rows through
-// kv::quantize_kv_row (rotate, quantize, dequantize, unrotate) and rounded to f16 equal, bit
+// analysis::quantize_kv_row (rotate, quantize, dequantize, unrotate) and rounded to f16 equal, bit
 // for bit, the rows kv::parse_llamacpp_state imports from llama.cpp's file (dequantize,
 // unrotate with the same kv::llamacpp_hadamard, round to f16). `kv perturb --quantize` starts
 // from ember's f16 cache instead, whose values are the f32 rows rounded once more to f16: a
@@ -257,9 +257,9 @@ TEST(KvQuantizeFixture, PredictionEqualsTheImportedRowsOfLayer0) {
     for (int p = 0; p < P; ++p)
       for (int part = 0; part < 2; ++part) {
         const float* x = (part == 0 ? e.k[0] : e.v[0]).data() + size_t(p) * e.row;
-        const int rot = kv::kv_rotation_block(kv::KvRotation::llamacpp, D,
-                                              part == 0 ? kv::KvPart::k : kv::KvPart::v);
-        kv::quantize_kv_row(c.type, rot, x, blocks.data(), y.data(), e.row);
+        const int rot = analysis::kv_rotation_block(analysis::KvRotation::llamacpp, D,
+                                              part == 0 ? analysis::KvPart::k : analysis::KvPart::v);
+        analysis::quantize_kv_row(c.type, rot, x, blocks.data(), y.data(), e.row);
         for (int h = 0; h < H; ++h) {
           const uint16_t* imp = part == 0 ? st.cache.k_row(0, h, p) : st.cache.v_row(0, h, p);
           for (int d = 0; d < D; ++d)
@@ -273,8 +273,8 @@ TEST(KvQuantizeFixture, PredictionEqualsTheImportedRowsOfLayer0) {
     model::Engine engine(model::Model::load(gguf), model::EngineOptions{1, false});
     model::KvCache cache = engine.new_cache(P);
     engine.forward(cache, st.tokens);
-    kv::quantize_kv_rows(cache, kv::KvPart::k, c.type, kv::KvRotation::llamacpp, 0, 0, P, true);
-    kv::quantize_kv_rows(cache, kv::KvPart::v, c.type, kv::KvRotation::llamacpp, 0, 0, P, true);
+    analysis::quantize_kv_rows(cache, analysis::KvPart::k, c.type, analysis::KvRotation::llamacpp, 0, 0, P, true);
+    analysis::quantize_kv_rows(cache, analysis::KvPart::v, c.type, analysis::KvRotation::llamacpp, 0, 0, P, true);
     uint64_t f16_k = 0, f16_v = 0;
     double max_k = 0, max_v = 0, amax = 0;
     for (int h = 0; h < H; ++h)

@@ -18,11 +18,11 @@
 namespace ember::test {
 namespace {
 
-using kv::MatrixVariant;
+using analysis::MatrixVariant;
 
 TEST(MatrixVariants, GrammarRolesAndDefaults) {
   const std::vector<MatrixVariant> v =
-      kv::parse_variants(" t1 ;t1-2-3; t2-1 ,simd=avx2/scalar;simd=scalar;simd=default/scalar/default");
+      analysis::parse_variants(" t1 ;t1-2-3; t2-1 ,simd=avx2/scalar;simd=scalar;simd=default/scalar/default");
   ASSERT_EQ(v.size(), 5u);
   EXPECT_EQ(v[0].spec, "t1");
   EXPECT_EQ(v[0].threads, (std::array<int, 3>{1, 1, 1}));
@@ -37,11 +37,11 @@ TEST(MatrixVariants, GrammarRolesAndDefaults) {
   EXPECT_FALSE(v[4].simd[0]);
   EXPECT_EQ(v[4].simd[1], SimdLevel::scalar);
   EXPECT_FALSE(v[4].simd[2]);
-  EXPECT_EQ(kv::parse_variants(kv::kDefaultVariants).size(), 5u);
+  EXPECT_EQ(analysis::parse_variants(analysis::kDefaultVariants).size(), 5u);
 }
 
 TEST(MatrixVariants, RefusedByField) {
-  const auto err = [](const std::string& s) { return error_of([&] { kv::parse_variants(s); }); };
+  const auto err = [](const std::string& s) { return error_of([&] { analysis::parse_variants(s); }); };
   EXPECT_EQ(err("t1;t0"), "--variants: variant 2 threads: expected t N[-N[-N]] with N in 1..256 (threads of "
                           "native, export, replay), found 't0'");
   EXPECT_EQ(err("simd=avx9"), "--variants: variant 1 simd: expected simd=P[/P[/P]] with P in scalar, avx2, "
@@ -59,7 +59,7 @@ TEST(MatrixVariants, RefusedByField) {
 
 TEST(MatrixVariants, MissingPathsAreThoseAboveTheCpu) {
   const SimdLevel best = detect_simd();
-  const MatrixVariant v = kv::parse_variants("simd=scalar/avx2/avx512vnni")[0];
+  const MatrixVariant v = analysis::parse_variants("simd=scalar/avx2/avx512vnni")[0];
   std::vector<std::string> want;
   if (best < SimdLevel::avx2) want.push_back("avx2");
   if (best < SimdLevel::avx512vnni) want.push_back("avx512vnni");
@@ -67,8 +67,8 @@ TEST(MatrixVariants, MissingPathsAreThoseAboveTheCpu) {
 }
 
 // stories260K with its own tokenizer, two prompts.
-kv::MatrixModel load_stories(const std::string& path) {
-  kv::MatrixModel m;
+analysis::MatrixModel load_stories(const std::string& path) {
+  analysis::MatrixModel m;
   m.model = model::Model::load(path);
   const auto t = tok::Tokenizer::from_gguf(m.model->file());
   m.tokenizer_identity = t->identity();
@@ -77,8 +77,8 @@ kv::MatrixModel load_stories(const std::string& path) {
   return m;
 }
 
-kv::MatrixOptions small_options(const std::string& out) {
-  kv::MatrixOptions o;
+analysis::MatrixOptions small_options(const std::string& out) {
+  analysis::MatrixOptions o;
   o.steps = 4;
   o.threads = 1;
   o.out = out;
@@ -88,12 +88,12 @@ kv::MatrixOptions small_options(const std::string& out) {
 TEST(Matrix, StoriesCellsPassAndTheControlIsDetected) {
   const std::string model = shared_path("models/stories260K.gguf");
   const std::string out = temp_dir("matrix");
-  const auto variants = kv::parse_variants("t1;t2-1,simd=default/scalar/default");
-  const kv::MatrixReport r = kv::run_matrix({model}, load_stories, variants, small_options(out));
+  const auto variants = analysis::parse_variants("t1;t2-1,simd=default/scalar/default");
+  const analysis::MatrixReport r = analysis::run_matrix({model}, load_stories, variants, small_options(out));
   ASSERT_EQ(r.cells.size(), 4u) << r.table();
   EXPECT_TRUE(r.ok()) << r.table();
   EXPECT_EQ(r.passed(), 4);
-  for (const kv::MatrixCell& c : r.cells) {
+  for (const analysis::MatrixCell& c : r.cells) {
     EXPECT_EQ(c.status, "pass") << c.reason;
     EXPECT_TRUE(c.gate.verdict.pass);
     EXPECT_EQ(c.gate.verdict.rows, 4);
@@ -121,10 +121,10 @@ TEST(Matrix, StoriesCellsPassAndTheControlIsDetected) {
 
 TEST(Matrix, VariantsAboveTheCpuAreSkippedAndSaySo) {
   const std::string model = shared_path("models/stories260K.gguf");
-  kv::MatrixOptions o = small_options(temp_dir("matrix-skip"));
+  analysis::MatrixOptions o = small_options(temp_dir("matrix-skip"));
   o.simd_ceiling = SimdLevel::scalar;  // as on a CPU with no AVX2
-  const kv::MatrixReport r =
-      kv::run_matrix({model}, load_stories, kv::parse_variants("t1,simd=scalar;simd=avx2/avx512"), o);
+  const analysis::MatrixReport r =
+      analysis::run_matrix({model}, load_stories, analysis::parse_variants("t1,simd=scalar;simd=avx2/avx512"), o);
   ASSERT_EQ(r.cells.size(), 4u);
   EXPECT_EQ(r.passed(), 2);
   EXPECT_EQ(r.skipped(), 2);
@@ -139,8 +139,8 @@ TEST(Matrix, VariantsAboveTheCpuAreSkippedAndSaySo) {
 
 TEST(Matrix, CorruptedCellsFail) {
   const std::string model = shared_path("models/stories260K.gguf");
-  const auto variants = kv::parse_variants("t1");
-  kv::MatrixOptions o = small_options(temp_dir("matrix-bad"));
+  const auto variants = analysis::parse_variants("t1");
+  analysis::MatrixOptions o = small_options(temp_dir("matrix-bad"));
   // A re-sealed edit of one K element of the last layer: the snapshot is self-consistent, so
   // the import accepts it and only the gate sees the difference (in a replay row).
   int calls = 0;
@@ -150,7 +150,7 @@ TEST(Matrix, CorruptedCellsFail) {
     s.cache.k_row(4, 1, 2)[3] ^= 0x0400;
     kv::write_state_dir(kv::seal(std::move(s), dir), dir, /*force=*/true);
   };
-  kv::MatrixReport r = kv::run_matrix({model}, load_stories, variants, o);
+  analysis::MatrixReport r = analysis::run_matrix({model}, load_stories, variants, o);
   ASSERT_EQ(r.cells.size(), 2u);
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.cells[0].status, "fail");
@@ -170,18 +170,18 @@ TEST(Matrix, CorruptedCellsFail) {
     f.seekp(0);
     f.write(&b, 1);
   };
-  r = kv::run_matrix({model}, load_stories, variants, o);
+  r = analysis::run_matrix({model}, load_stories, variants, o);
   EXPECT_EQ(r.errors(), 2);
   EXPECT_NE(r.cells[0].reason.find("sha256"), std::string::npos) << r.cells[0].reason;
   EXPECT_FALSE(std::filesystem::exists(o.out + "/cells/1-1-1"));  // not kept: an error cell leaves nothing
 
   // A model that does not load: one error cell with the loader's line, the rest still runs.
   o.before_replay = nullptr;
-  const auto loader = [](const std::string& path) -> kv::MatrixModel {
+  const auto loader = [](const std::string& path) -> analysis::MatrixModel {
     if (path == "missing.gguf") fail("missing.gguf", "cannot open");
     return load_stories(path);
   };
-  r = kv::run_matrix({"missing.gguf", model}, loader, variants, o);
+  r = analysis::run_matrix({"missing.gguf", model}, loader, variants, o);
   ASSERT_EQ(r.cells.size(), 3u);
   EXPECT_EQ(r.cells[0].status, "error");
   EXPECT_EQ(r.cells[0].prompt_id, "*");

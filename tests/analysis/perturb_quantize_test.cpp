@@ -15,7 +15,7 @@
 #include "support/test_support.h"
 #include "util/f16.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 
 using testing::synthetic_state;
@@ -114,13 +114,13 @@ TEST(PerturbQuantize, ModelsLlamaCppsRotationWhereHeadDimIsAMultipleOf64) {
     for (int h = 0; h < 2; ++h)
       for (int d = 0; d < 64; ++d) x[h * 64 + d] = f16_to_f32(a.k_row(0, h, pos)[d]);
     std::copy(x, x + 128, r);
-    llamacpp_hadamard(r, 64);
-    llamacpp_hadamard(r + 64, 64);
+    kv::llamacpp_hadamard(r, 64);
+    kv::llamacpp_hadamard(r + 64, 64);
     uint8_t blk[4 * 18];
     gguf::quantize_row_kv_cache(gguf::TensorType::Q4_0, r, blk, 128);
     gguf::dequantize_row(gguf::TensorType::Q4_0, blk, y, 128);
-    llamacpp_hadamard(y, 64);
-    llamacpp_hadamard(y + 64, 64);
+    kv::llamacpp_hadamard(y, 64);
+    kv::llamacpp_hadamard(y + 64, 64);
     float plain[128];
     gguf::quantize_row_kv_cache(gguf::TensorType::Q4_0, x, blk, 128);
     gguf::dequantize_row(gguf::TensorType::Q4_0, blk, plain, 128);
@@ -184,15 +184,15 @@ TEST(PerturbQuantize, ModelsLlamaCppsRotationWhereHeadDimIsAMultipleOf64) {
 TEST(PerturbQuantize, HadamardIsGgmlsFwht) {
   float e[64] = {};
   e[5] = 1.0f;
-  llamacpp_hadamard(e, 64);
+  kv::llamacpp_hadamard(e, 64);
   for (int i = 0; i < 64; ++i)
     EXPECT_EQ(e[i], (__builtin_popcount(unsigned(i & 5)) % 2 ? -1.0f : 1.0f) * 0.125f) << i;
   float x[128], y[128];
   for (int i = 0; i < 128; ++i) x[i] = y[i] = std::sin(0.37f * float(i)) * 3.0f;
-  llamacpp_hadamard(y, 128);
-  llamacpp_hadamard(y, 128);
+  kv::llamacpp_hadamard(y, 128);
+  kv::llamacpp_hadamard(y, 128);
   for (int i = 0; i < 128; ++i) EXPECT_NEAR(y[i], x[i], 4e-6f) << i;
 }
 
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis

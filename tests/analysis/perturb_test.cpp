@@ -13,7 +13,7 @@
 #include "util/f16.h"
 #include "util/sha256.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 
 using testing::copy_state;
@@ -204,4 +204,4 @@ TEST(Perturb, AScaleThatOverflowsF16IsRefusedUnlessNonFiniteIsAllowed) {
 }
 
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis

@@ -12,7 +12,7 @@
 #include "util/f16.h"
 #include "util/thread_pool.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 
 using testing::copy_state;
@@ -106,4 +106,4 @@ TEST(ReportTable, SaysWhatDiffers) {
 }
 
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis

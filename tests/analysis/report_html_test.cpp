@@ -11,7 +11,7 @@
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 
-namespace ember::kv {
+namespace ember::analysis {
 namespace {
 
 nlohmann::json check_html(const std::string& html) {
@@ -129,4 +129,4 @@ TEST(ReportHtml, CheckerCatchesBrokenPages) {
 }
 
 }  // namespace
-}  // namespace ember::kv
+}  // namespace ember::analysis
