@@ -1,6 +1,7 @@
 // ember serve: the HTTP server over the batch-invariant engine (docs/serve.md). The command
 // loads the model, its tokenizer and chat template, opens the store when asked, wires the
 // scheduler and the server, and stops them in order on SIGTERM or SIGINT.
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -111,9 +112,11 @@ void serve(const ServeArgs& a) {
   serve::Server server(served, scheduler, metrics, opt);
   const int port = server.bind();
 
+  std::atomic<bool> signalled{false};
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
+    signalled.store(true);
     std::fprintf(stderr, "ember: serve: %s: finishing in-flight requests (up to %d ms)\n",
                  sig == SIGTERM ? "SIGTERM" : "SIGINT", a.grace_ms);
     scheduler.stop(std::chrono::milliseconds(a.grace_ms));
@@ -124,11 +127,10 @@ void serve(const ServeArgs& a) {
                a.host.c_str(), port, printable(served.id).c_str(), a.parallel, threads, ctx, served.fingerprint.c_str());
   std::fflush(stderr);
   server.run();
-  // listen ended: by the signal (the waiter stopped both), or on its own (an error).
-  if (waiter.joinable()) {
-    pthread_kill(waiter.native_handle(), SIGTERM);
-    waiter.join();
-  }
+  // listen ended: by the signal (the waiter stopped both), or on its own (an error), when
+  // the waiter is woken the same way to stop the scheduler.
+  if (!signalled.load()) pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
   std::fprintf(stderr, "ember: serve: stopped\n");
 }
 
