@@ -14,7 +14,7 @@
 #include "model/tiny_model.h"
 #include "util/simd.h"
 
-namespace ember::model {
+namespace ember::model::batch_step_test {
 namespace {
 
 using gguf::TensorType;
@@ -183,4 +183,4 @@ TEST(BatchStep, RefusesSharedCachesAndBadPositionsBeforeEvaluating) {
 }
 
 }  // namespace
-}  // namespace ember::model
+}  // namespace ember::model::batch_step_test
