@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "kv/replay_gate.h"
 #include "kv/state.h"
@@ -16,6 +17,7 @@
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/sha256.h"
+#include "util/simd.h"
 
 namespace ember::kv {
 namespace {
@@ -109,6 +111,12 @@ std::vector<GateStep> gate_steps(const GatePlan& a) {
 
 GateOutcome run_gate_processes(const GatePlan& a) {
   if (a.n < 2) fail_field("validate-replay", "-n", ">= 2 (one boundary row and at least one replay row)", std::to_string(a.n));
+  // A child would refuse a bad EMBER_SIMD too, but only after the processes before it ran, and
+  // as a failed step (exit 1) rather than as the bad input it is (exit 2).
+  const std::pair<const std::string*, const char*> simd_flags[] = {
+      {&a.native_simd, "--native-simd"}, {&a.export_simd, "--export-simd"}, {&a.replay_simd, "--replay-simd"}};
+  for (const auto& [value, flag] : simd_flags)
+    if (!value->empty()) parse_supported_simd(*value, "validate-replay", flag);
   namespace fs = std::filesystem;
   const std::string out = a.out;
   const std::string receipt = out + "/receipt.json";

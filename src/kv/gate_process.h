@@ -47,8 +47,8 @@ struct GateOutcome {
 
 // Runs the steps in order, stopping at the first that fails, and writes OUT/receipt.json
 // (kind ember.replay-gate, version 1) in every case: "error" naming the failed process and the
-// last line of its log, or the verdict. Error (before anything runs) for n < 2 or a non-empty
-// `out` without force.
+// last line of its log, or the verdict. Error (before anything runs) for n < 2, a SIMD path
+// that is unknown or that this CPU lacks, or a non-empty `out` without force.
 GateOutcome run_gate_processes(const GatePlan& plan);
 
 }  // namespace ember::kv

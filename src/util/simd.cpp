@@ -16,6 +16,14 @@ bool cpu_has_f16c() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
 }
+
+SimdLevel parse_simd_named(const std::string& name, std::string_view where, std::string_view field) {
+  if (name == "scalar") return SimdLevel::scalar;
+  if (name == "avx2") return SimdLevel::avx2;
+  if (name == "avx512") return SimdLevel::avx512;
+  if (name == "avx512vnni") return SimdLevel::avx512vnni;
+  fail_field(where, field, "scalar, avx2, avx512 or avx512vnni", "'" + name + "'");
+}
 }  // namespace
 
 const char* simd_name(SimdLevel level) {
@@ -39,12 +47,14 @@ SimdLevel detect_simd() {
   return SimdLevel::scalar;
 }
 
-SimdLevel parse_simd(const std::string& name) {
-  if (name == "scalar") return SimdLevel::scalar;
-  if (name == "avx2") return SimdLevel::avx2;
-  if (name == "avx512") return SimdLevel::avx512;
-  if (name == "avx512vnni") return SimdLevel::avx512vnni;
-  fail_field("EMBER_SIMD", "value", "scalar, avx2, avx512 or avx512vnni", "'" + name + "'");
+SimdLevel parse_simd(const std::string& name) { return parse_simd_named(name, "EMBER_SIMD", "value"); }
+
+SimdLevel parse_supported_simd(const std::string& name, std::string_view where, std::string_view field) {
+  const SimdLevel want = parse_simd_named(name, where, field);
+  if (int(want) > int(detect_simd()))
+    fail_field(where, field, "a path this CPU supports (at most " + std::string(simd_name(detect_simd())) + ")",
+               name);
+  return want;
 }
 
 std::vector<SimdLevel> supported_simd_levels() {
@@ -66,11 +76,7 @@ SimdLevel active_simd() {
   static const SimdLevel from_env = [] {
     const char* env = std::getenv("EMBER_SIMD");
     if (!env || !*env) return detect_simd();
-    const SimdLevel want = parse_simd(env);
-    if (int(want) > int(detect_simd()))
-      fail_field("EMBER_SIMD", "value", "a path this CPU supports (at most " +
-                 std::string(simd_name(detect_simd())) + ")", env);
-    return want;
+    return parse_supported_simd(env, "EMBER_SIMD", "value");
   }();
   return from_env;
 }

@@ -4,6 +4,7 @@
 // benchmarks (also avx512vnni): this is the one environment variable ember's core reads, by
 // design.
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember {
@@ -21,6 +22,9 @@ SimdLevel active_simd();
 // For tests: force a level (must be supported) for the rest of the process.
 void set_simd_override(SimdLevel level);
 SimdLevel parse_simd(const std::string& name);
+// parse_simd, then refuses a path this CPU lacks; errors name `where` and `field` (a flag, or
+// EMBER_SIMD's "value"), so a caller can check a value before it starts anything with it.
+SimdLevel parse_supported_simd(const std::string& name, std::string_view where, std::string_view field);
 // Every level this CPU supports, scalar first (tests iterate over them).
 std::vector<SimdLevel> supported_simd_levels();
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,23 @@ TEST(GateProcess, RefusesBeforeRunning) {
   write_file_atomic(out + "/left-over", "x", true);
   p.n = 4;
   EXPECT_NE(test::error_of([&] { run_gate_processes(p); }).find("not empty"), std::string::npos);
+}
+
+// Issue 32: a SIMD path no x86 build has was passed to the replay's process, which refused it
+// after the run and the export had taken their time, and the gate reported a failed check.
+// /bin/false as the executable: had a process been started, the outcome would be an error
+// summary instead of an Error, and `out` would hold logs.
+TEST(GateProcess, RefusesAnUnknownSimdPathBeforeRunning) {
+  const std::string out = test::temp_dir("gate-simd") + "/run";
+  GatePlan p = plan_in(out);
+  p.executable = "/bin/false";
+  p.replay_simd = "neon";
+  EXPECT_EQ(test::error_of([&] { run_gate_processes(p); }),
+            "validate-replay: --replay-simd: expected scalar, avx2, avx512 or avx512vnni, found 'neon'");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  p.replay_simd = "";
+  p.native_simd = "AVX2";
+  EXPECT_NE(test::error_of([&] { run_gate_processes(p); }).find("--native-simd"), std::string::npos);
 }
 
 }  // namespace

@@ -105,6 +105,19 @@ TEST(ReplayGateCli, AcrossSimdPaths) {
                      "--native-simd " + best + " --export-simd " + best + " --replay-simd scalar --replay-threads 3");
 }
 
+// Issue 32: `--replay-simd neon` exited 1 (a check failed) after two processes had run; it is
+// bad input, refused before anything runs, exit 2.
+TEST(ReplayGateCli, UnknownSimdPathIsBadInput) {
+  const std::string out = temp_dir("gate-neon") + "/run";
+  std::string log;
+  const int rc = run_command(ember_binary() + " kv validate-replay --model /nonexistent.gguf --prompt hi -n 2 --out " +
+                                 out + " --replay-simd neon",
+                             &log);
+  EXPECT_EQ(rc, 2) << log;
+  EXPECT_EQ(log, "ember: validate-replay: --replay-simd: expected scalar, avx2, avx512 or avx512vnni, found 'neon'\n");
+  EXPECT_FALSE(fs::exists(out));
+}
+
 TEST(KvCli, ExportReplayAndFailClosedPaths) {
   const std::string model = shared_path("models/stories260K.gguf");
   const std::string dir = temp_dir("cli");
