@@ -2,8 +2,11 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
+#include "cli/parse_errors.h"
 #include "util/error.h"
 #include "util/printable.h"
 
@@ -31,10 +34,15 @@ int main(int argc, char** argv) {
   ember::cli::register_container_commands(app);
   ember::cli::register_store_commands(app);
   ember::cli::register_serve_command(app);
+  // After the commands: a subcommand inherits the footer its parent has when it is added.
+  app.footer("ember help CMD [SUB] prints the flags of a command (the same as ember CMD [SUB] --help).");
   try {
-    app.parse(argc, argv);
+    const std::vector<std::string> args = ember::cli::expand_help_command(app, {argv, argv + argc});
+    std::vector<const char*> expanded;
+    for (const std::string& a : args) expanded.push_back(a.c_str());
+    app.parse(int(expanded.size()), expanded.data());
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return ember::cli::report_parse_error(app, e);
   } catch (const ember::cli::CheckFailed& e) {
     if (!e.message.empty()) std::fprintf(stderr, "ember: %s\n", ember::printable(e.message).c_str());
     return 1;
