@@ -1,5 +1,7 @@
 #include "gguf/convert.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include "gguf/dequantize.h"
@@ -27,6 +29,27 @@ TensorType storage_type(TensorType target, uint64_t row_length) {
 }
 
 bool converts_tensor(const std::vector<uint64_t>& shape) { return shape.size() >= 2; }
+
+namespace {
+
+// The layer of "blk.N.*", -1 for any other name (llama.cpp's sscanf(name, "blk.%d.")).
+int layer_of(const std::string& name) {
+  int layer = -1;
+  if (name.rfind("blk.", 0) == 0) std::from_chars(name.data() + 4, name.data() + name.size(), layer);
+  return layer;
+}
+
+}  // namespace
+
+std::vector<const TensorInfo*> llama_quantize_order(const std::vector<TensorInfo>& tensors) {
+  std::vector<const TensorInfo*> order;
+  for (const TensorInfo& t : tensors) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    const int la = layer_of(a->name), lb = layer_of(b->name);
+    return la != lb ? la < lb : a->name < b->name;
+  });
+  return order;
+}
 
 uint32_t llama_file_type(TensorType target) {
   switch (target) {
@@ -85,14 +108,15 @@ std::vector<ConvertedTensor> convert_model(const GgufFile& in, TensorType target
                type_name(uint32_t(target)));
   GgufWriter w;
   w.copy_metadata(in);
+  // llama-quantize's order, so the file is byte for byte its file: both keys removed, then
+  // quantization_version appended, then file_type (gguf_set_val removes, then appends).
+  w.remove("general.quantization_version");
+  w.remove("general.file_type");
+  if (traits(target).block_elems > 1) w.set_u32("general.quantization_version", 2);
   w.set_u32("general.file_type", llama_file_type(target));
-  if (traits(target).block_elems > 1) {
-    w.set_u32("general.quantization_version", 2);
-  } else {
-    w.remove("general.quantization_version");
-  }
   std::vector<ConvertedTensor> report;
-  for (const TensorInfo& t : in.tensors()) {
+  for (const TensorInfo* tensor : llama_quantize_order(in.tensors())) {
+    const TensorInfo& t = *tensor;
     const TensorType to =
         converts_tensor(t.shape) ? storage_type(target, t.row_length()) : TensorType::F32;
     report.push_back({t.name, t.type, to, converts_tensor(t.shape) && to != target});

@@ -42,9 +42,15 @@ struct ConvertedTensor {
   bool fell_back;  // `to` differs from the requested target because of the row length
 };
 
+// The order llama-quantize writes tensors in (its loader's weights map): names without a
+// layer first, then by layer number ("blk.N."), by name (byte order) within each.
+std::vector<const TensorInfo*> llama_quantize_order(const std::vector<TensorInfo>& tensors);
+
 // Writes `in` to out_path with every matrix stored as `target` (with fallbacks) and 1-D
-// tensors as F32; metadata is copied, general.file_type (and general.quantization_version for
-// quantized targets) set. Atomic; refuses to overwrite without force.
+// tensors as F32, in llama_quantize_order; metadata is copied, then general.quantization_version
+// (quantized targets) and general.file_type are appended, as llama-quantize does, so where
+// the types agree the file is llama-quantize's byte for byte. Atomic; refuses to overwrite
+// without force.
 std::vector<ConvertedTensor> convert_model(const GgufFile& in, TensorType target,
                                            const std::string& out_path, bool force);
 

@@ -8,6 +8,7 @@
 #include "gguf/writer.h"
 #include "util/byte_io.h"
 #include "util/atomic_file.h"
+#include "util/sha256.h"
 #include "support/test_support.h"
 
 namespace ember::gguf {
@@ -186,6 +187,30 @@ TEST(ModelCli, QuantizeMatchesLlamaCppByteForByte) {
     }
     EXPECT_EQ(ours.metadata().size() >= in.metadata().size(), true);
   }
+}
+
+// The whole file, not only the tensors: README and docs/formats/gguf.md say the bytes are
+// llama-quantize's. Failed before: general.file_type was written before
+// general.quantization_version (llama-quantize appends quantization_version, then file_type),
+// and the tensors kept the input's order (llama-quantize sorts them by layer, then name).
+TEST(ModelCli, QuantizeQ8_0IsTheSameFileAsLlamaQuantize) {
+  const std::string out = test::temp_dir("quantize-file") + "/q8_0.gguf";
+  ember("model quantize " + test::shared_path("models/stories260K.gguf") + " " + out + " --type q8_0");
+  EXPECT_EQ(sha256_file_hex(out), sha256_file_hex(test::shared_path("models/stories260K-Q8_0.gguf")));
+  // And where every matrix is Q6_K (the tensor order is llama-quantize's too).
+  const std::string q6 = test::temp_dir("quantize-file") + "/q6_k.gguf";
+  ember("model quantize " + test::shared_path("models/synthetic/llama-gqa-s5005.F32.gguf") + " " + q6 +
+        " --type q6_k");
+  EXPECT_EQ(sha256_file_hex(q6), sha256_file_hex(test::shared_path("models/synthetic/llama-gqa-s5005.Q6_K.gguf")));
+  // Requantizing a quantized file: the two keys move to the end, as llama-quantize's
+  // gguf_set_val (remove, then append) moves them.
+  const std::string again = test::temp_dir("quantize-file") + "/q8_0-again.gguf";
+  ember("model quantize " + out + " " + again + " --type q8_0");
+  const GgufFile f = GgufFile::open(again);
+  const auto& kv = f.metadata();
+  ASSERT_GE(kv.size(), 2u);
+  EXPECT_EQ(kv[kv.size() - 2].first, "general.quantization_version");
+  EXPECT_EQ(kv[kv.size() - 1].first, "general.file_type");
 }
 
 }  // namespace
