@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"ember: export, verify, replay, compare and translate transformer KV caches"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "ember 0.1.0");
+  app.set_version_flag("--version", ember::cli::version_text,
+                       "Print the version, the commit and the SIMD path, and exit");
   ember::cli::register_model_commands(app);
   ember::cli::register_tokenize_commands(app);
   ember::cli::register_template_commands(app);
