@@ -25,6 +25,9 @@ void register_tokenize_commands(CLI::App& app);     // ember tokenize|detokenize
 void register_template_commands(CLI::App& app);     // ember template render
 void register_run_command(CLI::App& app);           // ember run
 void register_bench_command(CLI::App& app);         // ember bench
+// `ember bench`'s argv with llama-bench's one-dash, several-letter flags (-ngl, -pg, -fa, ...)
+// renamed to the long flags CLI11 can parse; other command lines are returned as they are.
+std::vector<std::string> llama_bench_long_flags(std::vector<std::string> args);
 void register_kv_snapshot_commands(CLI::App& kv);   // ember kv export|verify|replay|validate-replay
 void register_kv_compare_commands(CLI::App& kv);    // ember kv compare|perturb
 void register_kv_safetensors_commands(CLI::App& kv);  // ember kv import-safetensors|export-safetensors

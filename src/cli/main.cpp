@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
   // After the commands: a subcommand inherits the footer its parent has when it is added.
   app.footer("ember help CMD [SUB] prints the flags of a command (the same as ember CMD [SUB] --help).");
   try {
-    const std::vector<std::string> args = ember::cli::expand_help_command(app, {argv, argv + argc});
+    const std::vector<std::string> args =
+        ember::cli::llama_bench_long_flags(ember::cli::expand_help_command(app, {argv, argv + argc}));
     std::vector<const char*> expanded;
     for (const std::string& a : args) expanded.push_back(a.c_str());
     app.parse(int(expanded.size()), expanded.data());

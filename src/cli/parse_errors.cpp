@@ -80,7 +80,8 @@ std::string typo_message(const CLI::App& root) {
       return unknown("flag", name, flag_names(*leaf), command_path(*leaf));
     }
     // A word where a command was required: a mistyped command, not an extra argument.
-    if (leaf->get_require_subcommand_min() > 0) return unknown("command", arg, command_names(*leaf), command_path(*leaf));
+    if (leaf->get_require_subcommand_min() > 0)
+      return unknown("command", arg, command_names(*leaf), command_path(*leaf));
   }
   return "";
 }

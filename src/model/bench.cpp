@@ -40,21 +40,36 @@ uint64_t now_ns() {
 
 }  // namespace
 
-BenchTiming time_bench(const std::shared_ptr<const Model>& model, const BenchTest& t,
-                       bool allow_past_context) {
-  if ((t.n_prompt > 0) == (t.n_gen > 0) || t.n_prompt < 0 || t.n_gen < 0)
-    fail_field("bench", "test", "a prompt test (n_prompt > 0) or a generation test (n_gen > 0)",
+namespace {
+
+void check_test(const Engine& engine, const BenchTest& t) {
+  if (t.n_prompt + int64_t(t.n_gen) <= 0 || t.n_prompt < 0 || t.n_gen < 0)
+    fail_field("bench", "test", "prompt tokens, generated tokens or both (n_prompt + n_gen > 0)",
                "n_prompt " + std::to_string(t.n_prompt) + ", n_gen " + std::to_string(t.n_gen));
   if (t.reps < 1 || t.reps > 100000)
     fail_field("bench", "-r", "1..100000 repetitions", std::to_string(t.reps));
   if (t.n_depth < 0) fail_field("bench", "-d", "a depth >= 0", std::to_string(t.n_depth));
-  Engine engine(model, EngineOptions{t.threads, allow_past_context});
   const int64_t positions = int64_t(t.n_depth) + t.n_prompt + t.n_gen;
   if (positions > engine.position_limit())
     fail_field("bench", "positions",
                "depth + prompt + generated tokens at most " + std::to_string(engine.position_limit()),
                std::to_string(positions) + " (-d " + std::to_string(t.n_depth) + ", -p " +
                    std::to_string(t.n_prompt) + ", -n " + std::to_string(t.n_gen) + ")");
+}
+
+}  // namespace
+
+void check_bench_tests(const std::shared_ptr<const Model>& model, const std::vector<BenchTest>& tests,
+                       bool allow_past_context) {
+  const Engine engine(model, EngineOptions{1, allow_past_context});
+  for (const BenchTest& t : tests) check_test(engine, t);
+}
+
+BenchTiming time_bench(const std::shared_ptr<const Model>& model, const BenchTest& t,
+                       bool allow_past_context) {
+  Engine engine(model, EngineOptions{t.threads, allow_past_context});
+  check_test(engine, t);
+  const int64_t positions = int64_t(t.n_depth) + t.n_prompt + t.n_gen;
   const int vocab = model->config().n_vocab;
   BenchTiming r;
   r.simd = simd_name(active_simd());

@@ -11,6 +11,7 @@
 
 #include "gguf/gguf_file.h"
 #include "gguf/types.h"
+#include "util/build_info.h"
 #include "util/error.h"
 #include "util/printable.h"
 
@@ -59,6 +60,16 @@ std::string json_escape(const std::string& s) {
   return o;
 }
 
+// SQL's string literal: quoted, a quote doubled (llama-bench's printer does not double it).
+std::string sql_quote(const std::string& s) {
+  std::string o = "'";
+  for (const char c : s) {
+    if (c == '\'') o += '\'';
+    o += c;
+  }
+  return o + "'";
+}
+
 std::string csv_escape(const std::string& s) {
   std::string o = "\"";
   for (const char c : s) {
@@ -68,11 +79,13 @@ std::string csv_escape(const std::string& s) {
   return o + "\"";
 }
 
-// Field values as strings, and whether each is a number in JSON.
+// Field values as strings, and their kind: a JSON number unless text; SQL's column type.
+enum class Kind { text, integer, real };
 struct Field {
   std::string value;
-  bool number;
+  Kind kind;
 };
+constexpr Kind T = Kind::text, I = Kind::integer, R = Kind::real;
 
 std::string num(uint64_t v) { return std::to_string(v); }
 std::string num(double v) {
@@ -83,25 +96,27 @@ std::string num(double v) {
 
 std::vector<Field> values(const BenchRecord& r) {
   const BenchTest& t = r.test;
-  return {{bench_cpu_info(), false},
-          {"CPU", false},
-          {r.model.filename, false},
-          {r.model.type, false},
-          {num(r.model.size), true},
-          {num(r.model.n_params), true},
-          {std::to_string(t.threads), true},
-          {"f16", false},
-          {"f16", false},
-          {std::to_string(t.n_prompt), true},
-          {std::to_string(t.n_gen), true},
-          {std::to_string(t.n_depth), true},
-          {r.test_time, false},
-          {num(r.avg_ns()), true},
-          {num(r.stddev_ns()), true},
-          {num(r.avg_ts()), true},
-          {num(r.stddev_ts()), true},
-          {r.simd, false},
-          {model::kNumericsContract, false}};
+  return {{build_commit(), T},
+          {std::to_string(build_number()), I},
+          {bench_cpu_info(), T},
+          {"CPU", T},
+          {r.model.filename, T},
+          {r.model.type, T},
+          {num(r.model.size), I},
+          {num(r.model.n_params), I},
+          {std::to_string(t.threads), I},
+          {"f16", T},
+          {"f16", T},
+          {std::to_string(t.n_prompt), I},
+          {std::to_string(t.n_gen), I},
+          {std::to_string(t.n_depth), I},
+          {r.test_time, T},
+          {num(r.avg_ns()), I},
+          {num(r.stddev_ns()), I},
+          {num(r.avg_ts()), R},
+          {num(r.stddev_ts()), R},
+          {r.simd, T},
+          {model::kNumericsContract, T}};
 }
 
 template <class T>
@@ -199,12 +214,13 @@ BenchFormat parse_bench_format(const std::string& s) {
   if (s == "csv") return BenchFormat::csv;
   if (s == "json") return BenchFormat::json;
   if (s == "jsonl") return BenchFormat::jsonl;
-  fail_field("bench", "-o", "md, csv, json or jsonl", s);
+  if (s == "sql") return BenchFormat::sql;
+  fail_field("bench", "-o", "md, csv, json, jsonl or sql", s);
 }
 
 const std::vector<std::string>& bench_fields() {
   static const std::vector<std::string> f = {
-      "cpu_info", "backends",  "model_filename", "model_type", "model_size", "model_n_params",
+      "build_commit", "build_number", "cpu_info", "backends",  "model_filename", "model_type", "model_size", "model_n_params",
       "n_threads", "type_k",   "type_v",         "n_prompt",   "n_gen",      "n_depth",
       "test_time", "avg_ns",   "stddev_ns",      "avg_ts",     "stddev_ts",  "simd",
       "numerics"};
@@ -235,6 +251,16 @@ std::string bench_header(BenchFormat f) {
       return s + "\n";
     }
     case BenchFormat::json: return "[\n";
+    case BenchFormat::sql: {
+      // llama-bench's sql printer: one table named test, a column per field.
+      const std::vector<Field> kinds = values(BenchRecord{});
+      std::string s = "CREATE TABLE IF NOT EXISTS test (\n";
+      for (size_t i = 0; i < bench_fields().size(); ++i)
+        s += "  " + bench_fields()[i] + " " +
+             (kinds[i].kind == T ? "TEXT" : kinds[i].kind == I ? "INTEGER" : "REAL") +
+             (i + 1 < bench_fields().size() ? ",\n" : "\n");
+      return s + ");\n\n";
+    }
     case BenchFormat::jsonl: return "";
     case BenchFormat::md: {
       std::string a = "|", b = "|";
@@ -257,12 +283,19 @@ std::string bench_record(BenchFormat f, const BenchRecord& r, bool first) {
       for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + csv_escape(v[i].value);
       return s + "\n";
     }
+    case BenchFormat::sql: {
+      std::string s = "INSERT INTO test (";
+      for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+      s += ") VALUES (";
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + sql_quote(v[i].value);
+      return s + ");\n";
+    }
     case BenchFormat::json:
     case BenchFormat::jsonl: {
       const bool pretty = f == BenchFormat::json;
       std::string s = pretty ? (first ? "  {\n" : ",\n  {\n") : "{";
       for (size_t i = 0; i < v.size(); ++i) {
-        const std::string val = v[i].number ? v[i].value : "\"" + json_escape(v[i].value) + "\"";
+        const std::string val = v[i].kind != T ? v[i].value : "\"" + json_escape(v[i].value) + "\"";
         s += pretty ? "    \"" + names[i] + "\": " + val + ",\n" : "\"" + names[i] + "\": " + val + ", ";
       }
       s += std::string(pretty ? "    " : "") + "\"samples_ns\": [ " + join(r.samples_ns, ", ") + " ]," +
@@ -284,8 +317,10 @@ std::string bench_record(BenchFormat f, const BenchRecord& r, bool first) {
       cells.push_back("CPU");
       cells.push_back(std::to_string(r.test.threads));
       cells.push_back(r.simd);
-      std::string test = r.test.n_prompt > 0 ? "pp" + std::to_string(r.test.n_prompt)
-                                             : "tg" + std::to_string(r.test.n_gen);
+      std::string test = r.test.n_gen == 0     ? "pp" + std::to_string(r.test.n_prompt)
+                         : r.test.n_prompt == 0 ? "tg" + std::to_string(r.test.n_gen)
+                                                : "pp" + std::to_string(r.test.n_prompt) + "+tg" +
+                                                      std::to_string(r.test.n_gen);
       if (r.test.n_depth > 0) test += " @ d" + std::to_string(r.test.n_depth);
       cells.push_back(test);
       std::snprintf(buf, sizeof buf, "%.2f \xc2\xb1 %.2f", r.avg_ts(), r.stddev_ts());

@@ -43,7 +43,7 @@ BenchRecord run_bench(const std::shared_ptr<const model::Model>& model, const Be
 // The CPU's model name (/proc/cpuinfo), llama-bench's cpu_info; "unknown" where unreadable.
 std::string bench_cpu_info();
 
-enum class BenchFormat { md, csv, json, jsonl };
+enum class BenchFormat { md, csv, json, jsonl, sql };
 BenchFormat parse_bench_format(const std::string& s);  // Error naming -o otherwise
 
 // Writers: header() before the first record, record() for each, footer() after the last.
@@ -51,7 +51,8 @@ std::string bench_header(BenchFormat f);
 std::string bench_record(BenchFormat f, const BenchRecord& r, bool first);
 std::string bench_footer(BenchFormat f);
 
-// The field names of the CSV/JSON output, in order (llama-bench's names where shared).
+// The field names of the CSV/JSON/SQL output, in order (llama-bench's names where shared;
+// build_commit and build_number name ember's source, util/build_info.h).
 const std::vector<std::string>& bench_fields();
 
 }  // namespace ember::perf

@@ -10,9 +10,18 @@
 #include <vector>
 
 #include "support/cli_run.h"
+#include "util/atomic_file.h"
 
 namespace ember {
 namespace {
+
+// `ember ARGS REDIRECTS` in a subshell, so that REDIRECTS (2>FILE, 2>/dev/null) decide where
+// stderr goes; run_ember would send it to the output too.
+test::CliRun run_redirected(const std::string& args, const std::string& redirects) {
+  test::CliRun r;
+  r.rc = test::run_command("(" + test::ember_binary() + " " + args + " " + redirects + ")", &r.out);
+  return r;
+}
 
 std::string model_arg() { return " -m " + test::q(test::shared_path("models/stories260K.gguf")); }
 
@@ -117,6 +126,76 @@ TEST(BenchCli, RefusesBadFlagsByName) {
   EXPECT_NE(r.out.find("positions"), std::string::npos) << r.out;
   r = test::run_ember("bench -m /nonexistent.gguf -p 4 -n 0");
   EXPECT_EQ(r.rc, 2);
+}
+
+// Issue 32: llama-bench's own command line runs as written. Checked failing before: -ngl 99
+// was read as `-n gl,99`, -pg as `-p g,...`, -mmp 0 opened a model named "mp", and ranges,
+// -fa, -b/-ub, -ctk/-ctv, --progress, -v and -o sql were refused.
+TEST(BenchCli, LlamaBenchCommandLine) {
+  const std::string err = test::temp_dir("bench-llama") + "/stderr";
+  const test::CliRun r = run_redirected(
+      "bench" + model_arg() + " -p 4-8+4 -n 2 -pg 4,2 -ngl 99 -fa 1 -mmp 0 -b 512 -ub 128 -ctk f16 -ctv f16 " +
+      "--progress -v -t 1 -r 1 -o csv", "2>" + test::q(err));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::istringstream in(r.out);  // stdout alone: stderr went to `err`
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 5u) << r.out;  // header, pp4, pp8, tg2, pp4+tg2
+  const std::vector<std::string> header = csv_fields(lines[0]);
+  ASSERT_GE(header.size(), 2u);
+  EXPECT_EQ(header[0], "build_commit");  // llama-bench's first two columns
+  EXPECT_EQ(header[1], "build_number");
+  const std::vector<std::string> pg = csv_fields(lines[4]);
+  const auto col = [&](const std::string& name) {
+    return pg.at(size_t(std::find(header.begin(), header.end(), name) - header.begin()));
+  };
+  EXPECT_EQ(col("n_prompt"), "4");
+  EXPECT_EQ(col("n_gen"), "2");
+  EXPECT_FALSE(col("build_commit").empty());
+  const std::string log = read_file(err);
+  // One note naming the flags that do not apply, and a progress line per test.
+  EXPECT_EQ(log.find("ember: note: ignored -ngl, -fa, -mmp, -b, -ub: "), 0u) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 5) << log;
+  EXPECT_NE(log.find("test 4/4: pp4+tg2, threads 1"), std::string::npos) << log;
+  // -fa as a bare flag (llama-cli's habit), and Markdown's name of a -pg test.
+  const test::CliRun md = test::run_ember("bench" + model_arg() + " -p 0 -n 0 -pg 4,2 -fa -t 1 -r 1");
+  ASSERT_EQ(md.rc, 0) << md.out;
+  EXPECT_NE(md.out.find(" pp4+tg2 |"), std::string::npos) << md.out;
+}
+
+TEST(BenchCli, SqlIsATableAndAnInsertPerTest) {
+  const test::CliRun r = run_redirected("bench" + model_arg() + " -p 4 -n 2 -t 1 -r 1 -o sql", "2>/dev/null");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("CREATE TABLE IF NOT EXISTS test (\n  build_commit TEXT,\n  build_number INTEGER,\n", 0), 0u)
+      << r.out;
+  EXPECT_NE(r.out.find("  avg_ts REAL,\n"), std::string::npos) << r.out;
+  size_t inserts = 0;
+  for (size_t at = r.out.find("INSERT INTO test ("); at != std::string::npos; at = r.out.find("INSERT INTO", at + 1))
+    ++inserts;
+  EXPECT_EQ(inserts, 2u) << r.out;
+}
+
+// A quantized KV cache type is refused naming what ember measures; and nothing reaches stdout
+// before the first result, so an error leaves no header behind (it did: the Markdown or CSV
+// header was printed before the model was opened and the tests checked).
+TEST(BenchCli, RefusalsLeaveStdoutEmpty) {
+  test::CliRun r = run_redirected("bench" + model_arg() + " -p 4 -n 0 -ctk q8_0", "2>&1 >/dev/null");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.out.rfind("ember: bench: -ctk: expected f16 (ember times an f16 KV cache;", 0), 0u) << r.out;
+  for (const std::string& args : {std::string(" -p 100 -n 0 -d 100 -o csv"), std::string(" -p 4 -o csv -ctv q4_0"),
+                                   std::string(" -p 4 -o csv -m /nonexistent.gguf"), std::string(" -p 4-2 -o csv")}) {
+    SCOPED_TRACE(args);
+    r = run_redirected("bench" + model_arg() + args, "2>/dev/null");
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST(BenchCli, HelpNoLongerSaysThreadsDoNotMatter) {
+  const test::CliRun r = test::run_ember("bench --help");
+  ASSERT_EQ(r.rc, 0);
+  EXPECT_EQ(r.out.find("do not depend"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("speed depends on it"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ TEST(BenchReport, CsvAndMarkdownShapes) {
   const std::string md = bench_record(BenchFormat::md, record(), true);
   EXPECT_NE(md.find(" pp4 |"), std::string::npos) << md;  // right-aligned, as llama-bench
   EXPECT_NE(md.find("2.00 MiB"), std::string::npos) << md;
-  EXPECT_NE(test::error_of([] { parse_bench_format("xml"); }).find("-o: expected md, csv, json or jsonl"),
+  EXPECT_NE(test::error_of([] { parse_bench_format("xml"); }).find("-o: expected md, csv, json, jsonl or sql"),
             std::string::npos);
 }
 
