@@ -50,9 +50,13 @@ std::string linear_label(double v, double step) {
   if (std::fabs(v) < step * 1e-9) v = 0;  // no "-0" or 1e-17 from accumulated steps
   const double a = std::fabs(v);
   if (a != 0 && (a >= 1e5 || a < 1e-3)) return num(v, "%.1e");
-  const int decimals = step >= 1 ? 0 : int(std::ceil(-std::log10(step) - 1e-9));
+  // As many decimals as the step has, not as its magnitude: a step of 0.25 needs two, or 0.25
+  // and 0.75 print as "0.2" and "0.8" while the ticks stay evenly spaced.
+  int decimals = 0;
+  for (double scaled = step; decimals < 6 && std::fabs(scaled - std::round(scaled)) > 1e-6 * scaled; scaled *= 10)
+    ++decimals;
   char f[16];
-  std::snprintf(f, sizeof f, "%%.%df", std::clamp(decimals, 0, 6));
+  std::snprintf(f, sizeof f, "%%.%df", decimals);
   return num(v, f);
 }
 
@@ -309,18 +313,20 @@ std::string chart(const Chart& c) {
   const double ymid = mt + ph / 2;
   o += "<text class=\"axis-name\" x=\"14\" y=\"" + px(ymid) + "\" text-anchor=\"middle\" transform=\"rotate(-90 14 " +
        px(ymid) + ")\">" + escape(c.y.label + (c.y.log ? " (log)" : "")) + "</text>\n";
-  // Point labels: the first of eight places around the point (right above, right below, left
-  // above, left below, then further up or down) that overlaps no label already placed and
-  // stays inside the plot; the first place when none is free.
+  // Point labels: the first of twelve places around the point (right above, right below, left
+  // above, left below, then further up or down, twice) that overlaps no label already placed and
+  // stays inside the plot. When none is free the label is not drawn (overprinted labels read
+  // as neither) and goes into the point's hover title instead; "" then.
   struct Box {
     double x0, y0, x1, y1;
   };
   std::vector<Box> placed;
   auto place_label = [&](double x, double y, const std::string& label, const std::string& colour) {
     const double w = text_width(label, 6.4), th = 12;
-    const double cand[8][2] = {{7, -6}, {7, 14}, {-7, -6}, {-7, 14}, {7, -20}, {7, 28}, {-7, -20}, {-7, 28}};
+    const double cand[12][2] = {{7, -6},  {7, 14},  {-7, -6},  {-7, 14},  {7, -20},  {7, 28},
+                                {-7, -20}, {-7, 28}, {7, -34}, {7, 42}, {-7, -34}, {-7, 42}};
     int pick = -1;
-    for (int i = 0; i < 8 && pick < 0; ++i) {
+    for (int i = 0; i < 12 && pick < 0; ++i) {
       const bool left = cand[i][0] < 0;
       const Box b{left ? x + cand[i][0] - w : x + cand[i][0], y + cand[i][1] - th + 2,
                   left ? x + cand[i][0] : x + cand[i][0] + w, y + cand[i][1] + 2};
@@ -332,28 +338,51 @@ std::string chart(const Chart& c) {
         placed.push_back(b);
       }
     }
-    if (pick < 0) pick = x > ml + pw * 0.8 ? 2 : 0;
+    if (pick < 0) return std::string();
     return text(x + cand[pick][0], y + cand[pick][1], label, cand[pick][0] < 0 ? "end" : "start",
                 "class=\"point-label\" fill=\"" + colour + "\"");
   };
   // Series: the line under its points; each point with its hover title and optional label.
+  // Where a point falls on one an earlier series drew (within a pixel), it is drawn as a ring
+  // around it, one ring wider per series beneath, and a line through such points is dashed: a
+  // series equal to another shows as both colours instead of hiding the first.
+  std::vector<std::pair<double, double>> earlier;  // the points of the series drawn before
   int li = 0;
   for (const Series& s : c.series) {
-    std::string pts;
-    for (const ChartPoint& p : s.points)
-      if (drawable(p)) pts += px(X(p.x)) + "," + px(Y(p.y)) + " ";
-    if (s.line && !pts.empty())
-      o += "<polyline fill=\"none\" stroke=\"" + s.colour + "\" stroke-width=\"2\"" +
-           (s.dashed ? " stroke-dasharray=\"6 4\"" : "") + " points=\"" + pts + "\"/>\n";
+    struct Drawn {
+      const ChartPoint* p;
+      double x, y;
+      long under;  // points of earlier series at the same place
+    };
+    std::vector<Drawn> drawn;
+    bool coincides = false;
     for (const ChartPoint& p : s.points) {
       if (!drawable(p)) continue;
       const double x = X(p.x), y = Y(p.y);
-      const std::string colour = p.colour.empty() ? s.colour : p.colour;
-      const std::string title = p.title.empty() ? s.name + ": " + num(p.x) + ", " + num(p.y) : p.title;
-      o += "<circle class=\"point\" cx=\"" + px(x) + "\" cy=\"" + px(y) + "\" r=\"4\" fill=\"" + colour +
-           "\" stroke=\"#fff\" stroke-width=\"1\"><title>" + escape(title) + "</title></circle>\n";
-      if (!p.label.empty()) o += place_label(x, y, p.label, colour);
+      const long under = std::count_if(earlier.begin(), earlier.end(), [&](const std::pair<double, double>& q) {
+        return std::fabs(q.first - x) < 1 && std::fabs(q.second - y) < 1;
+      });
+      drawn.push_back({&p, x, y, under});
+      coincides = coincides || under > 0;
     }
+    std::string pts;
+    for (const Drawn& d : drawn) pts += px(d.x) + "," + px(d.y) + " ";
+    if (s.line && !pts.empty())
+      o += "<polyline fill=\"none\" stroke=\"" + s.colour + "\" stroke-width=\"2\"" +
+           (s.dashed || coincides ? " stroke-dasharray=\"6 4\"" : "") + " points=\"" + pts + "\"/>\n";
+    for (const Drawn& d : drawn) {
+      const ChartPoint& p = *d.p;
+      const std::string colour = p.colour.empty() ? s.colour : p.colour;
+      std::string title = p.title.empty() ? s.name + ": " + num(p.x) + ", " + num(p.y) : p.title;
+      const std::string label = p.label.empty() ? "" : place_label(d.x, d.y, p.label, colour);
+      if (!p.label.empty() && label.empty()) title = p.label + " (" + title + ")";
+      const std::string shape = d.under > 0 ? "\" r=\"" + px(4 + 2.5 * double(d.under)) + "\" fill=\"none\" stroke=\"" +
+                                                  colour + "\" stroke-width=\"2\""
+                                            : "\" r=\"4\" fill=\"" + colour + "\" stroke=\"#fff\" stroke-width=\"1\"";
+      o += "<circle class=\"point\" cx=\"" + px(d.x) + "\" cy=\"" + px(d.y) + shape + "><title>" + escape(title) +
+           "</title></circle>\n" + label;
+    }
+    for (const Drawn& d : drawn) earlier.push_back({d.x, d.y});
     const double ly = c.height + 4 + 17.0 * li;
     o += "<line x1=\"" + px(ml) + "\" y1=\"" + px(ly) + "\" x2=\"" + px(ml + 22) + "\" y2=\"" + px(ly) +
          "\" stroke=\"" + s.colour + "\" stroke-width=\"2\"" + (s.dashed ? " stroke-dasharray=\"6 4\"" : "") +
