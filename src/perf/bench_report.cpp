@@ -336,6 +336,11 @@ std::string bench_record(BenchFormat f, const BenchRecord& r, bool first) {
   return "";
 }
 
-std::string bench_footer(BenchFormat f) { return f == BenchFormat::json ? "\n]\n" : ""; }
+std::string bench_footer(BenchFormat f) {
+  if (f == BenchFormat::json) return "\n]\n";
+  // llama-bench's Markdown footer: the build the table came from.
+  if (f == BenchFormat::md) return "\nbuild: " + std::string(build_commit()) + " (" + std::to_string(build_number()) + ")\n";
+  return "";
+}
 
 }  // namespace ember::perf

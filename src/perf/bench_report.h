@@ -46,7 +46,8 @@ std::string bench_cpu_info();
 enum class BenchFormat { md, csv, json, jsonl, sql };
 BenchFormat parse_bench_format(const std::string& s);  // Error naming -o otherwise
 
-// Writers: header() before the first record, record() for each, footer() after the last.
+// Writers: header() before the first record, record() for each, footer() after the last
+// (Markdown's is llama-bench's "build: COMMIT (NUMBER)" line).
 std::string bench_header(BenchFormat f);
 std::string bench_record(BenchFormat f, const BenchRecord& r, bool first);
 std::string bench_footer(BenchFormat f);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -111,6 +112,10 @@ TEST(BenchCli, MarkdownNamesTestsAsLlamaBench) {
   EXPECT_NE(r.out.find("pp4 @ d3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tg2 @ d3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" \xc2\xb1 "), std::string::npos) << r.out;
+  // llama-bench's last line, the build the numbers came from (issue 32).
+  const size_t build = r.out.rfind("\nbuild: ");
+  ASSERT_NE(build, std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_match(r.out.substr(build), std::regex("\nbuild: ([0-9a-f]+|unknown) \\([0-9]+\\)\n"))) << r.out;
 }
 
 TEST(BenchCli, RefusesBadFlagsByName) {
