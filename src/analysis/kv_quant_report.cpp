@@ -39,8 +39,8 @@ std::string error_map(const KvQuantStudy& s, const KvQuantConfig& c, bool keys) 
 
 }  // namespace
 
-std::string KvQuantStudy::html() const {
-  std::string h = html::page_begin("What llama.cpp's quantized KV caches cost");
+std::string KvQuantStudy::html(const html::Stamp& stamp) const {
+  std::string h = html::page_begin("What llama.cpp's quantized KV caches cost", stamp);
   h += "<p>Model <code>" + html::escape(model_path) + "</code> (identity <code>" +
        html::escape(model_identity.substr(0, 16)) + "&hellip;</code>), prompts <code>" + html::escape(prompts_path) +
        "</code>: " + std::to_string(prompts) + " used, " + std::to_string(skipped) + " too short; " +

@@ -19,6 +19,7 @@
 #include "analysis/perturb.h"
 #include "gguf/types.h"
 #include "model/engine.h"
+#include "util/html_report.h"
 
 namespace ember::analysis {
 
@@ -55,7 +56,8 @@ struct KvQuantStudy {
   std::vector<KvQuantConfig> configs;
   std::string json() const;   // canonical: fixed key order, no time or host
   std::string table() const;
-  std::string html() const;   // self-contained, inline SVG (analysis/report_html.h helpers)
+  // Self-contained, inline SVG (util/html_report.h); `stamp` names the inputs, build and date.
+  std::string html(const html::Stamp& stamp = {}) const;
 };
 
 // Runs the study over `prompts` (token ids, BOS included as the caller tokenized them).

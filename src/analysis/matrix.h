@@ -31,6 +31,7 @@
 #include "kv/replay_gate.h"
 #include "kv/state.h"
 #include "model/engine.h"
+#include "util/html_report.h"
 #include "util/simd.h"
 
 namespace ember::analysis {
@@ -148,7 +149,8 @@ struct MatrixReport {
 
   std::string table() const;  // the text table and a one-line summary (docs/matrix.md)
   std::string json() const;   // ember.kv-matrix.v1, fixed key order
-  std::string html() const;   // self-contained page (report_html.h helpers)
+  // Self-contained page; `stamp` names the inputs, build and date (util/html_report.h).
+  std::string html(const html::Stamp& stamp = {}) const;
 };
 
 // One model at a time: load(path), then each prompt x variant. An Error from load becomes one

@@ -179,13 +179,14 @@ std::string MatrixReport::json() const {
   return pretty_json(j);
 }
 
-std::string MatrixReport::html() const {
+std::string MatrixReport::html(const html::Stamp& stamp) const {
   std::string h =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ember kv matrix</title>"
       "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
       "td,th{border:1px solid #bbb;padding:3px 8px}th{background:#eee}td.n{text-align:right}"
       ".pass{background:#e8f1e8}.fail,.error{background:" + far_colour() + ";color:#fff}"
-      ".skipped{background:#eee;color:#666}</style></head><body>\n<h1>Exact-replay matrix</h1>\n";
+      ".skipped{background:#eee;color:#666}</style></head><body>\n<h1>Exact-replay matrix</h1>\n" +
+      html::stamp_html(stamp);
   h += "<p>" + std::to_string(cells.size()) + " cells: <b>" + std::to_string(passed()) + " passed</b>, " +
        std::to_string(failed()) + " failed, " + std::to_string(errors()) + " errors, " +
        std::to_string(skipped()) + " skipped. N = " + std::to_string(steps) +

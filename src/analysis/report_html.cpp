@@ -140,8 +140,8 @@ std::string code(const std::string& s) { return "<code>" + escape(s) + "</code>"
 
 }  // namespace
 
-std::string report_html(const CompareReport& r) {
-  std::string o = html::page_begin("ember kv compare");
+std::string report_html(const CompareReport& r, const html::Stamp& stamp) {
+  std::string o = html::page_begin("ember kv compare", stamp);
   html::Table ids{{"", "kind", "model", "arch, weights", "snapshot", "resume token"}, {}, {false, false, false, false, false, true}, ""};
   for (const auto* s : {&r.left, &r.right})
     ids.rows.push_back({s == &r.left ? "LEFT (reference)" : "RIGHT", escape(s->identity.kind),

@@ -8,9 +8,12 @@
 #include <string>
 
 #include "analysis/compare.h"
+#include "util/html_report.h"
 
 namespace ember::analysis {
 
-std::string report_html(const CompareReport& r);
+// `stamp` names the inputs (snapshots, model), the build and the date; the canonical JSON
+// report has none of them by design, the page a person saves does.
+std::string report_html(const CompareReport& r, const html::Stamp& stamp = {});
 
 }  // namespace ember::analysis

@@ -11,6 +11,7 @@
 #include "cli/store_flags.h"
 #include "cli/trust_flags.h"
 #include "cli/model_loader.h"
+#include "cli/version.h"
 #include "analysis/compare.h"
 #include "analysis/compare_load.h"
 #include "analysis/perturb.h"
@@ -144,7 +145,9 @@ void run_compare(const CompareArgs& a) {
   }
   const std::string json = analysis::report_json(report);
   if (!a.json_out.empty()) write_file_atomic(a.json_out, json, a.force);
-  if (!a.report.empty()) write_file_atomic(a.report, analysis::report_html(report), a.force);
+  if (!a.report.empty()) write_file_atomic(
+        a.report, analysis::report_html(report, report_stamp({{"LEFT", a.left}, {"RIGHT", a.right}, {"model", a.model}})),
+        a.force);
   const std::string out = a.json ? json : analysis::report_table(report);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);

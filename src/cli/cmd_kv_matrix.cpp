@@ -13,6 +13,7 @@
 #include "cli/model_loader.h"
 #include "cli/prompt_list.h"
 #include "cli/prompt_text.h"
+#include "cli/version.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/printable.h"
@@ -55,6 +56,15 @@ std::vector<std::string> read_models_file(const std::string& path) {
   }
   if (out.empty()) fail_field(path, "models", "at least one GGUF path", "none");
   return out;
+}
+
+// The report's inputs: every model, the models file, the prompt set.
+html::Stamp matrix_stamp(const MatrixArgs& a) {
+  std::vector<std::pair<std::string, std::string>> inputs;
+  for (const std::string& m : a.models) inputs.push_back({"model", m});
+  inputs.insert(inputs.end(), {{"models", a.models_file}, {"prompts", a.prompts.prompts},
+                               {"prompt ids", a.prompts.prompt_ids}});
+  return report_stamp(inputs);
 }
 
 void run(MatrixArgs& a) {
@@ -113,7 +123,7 @@ void run(MatrixArgs& a) {
   std::fwrite(table.data(), 1, table.size(), stdout);
   std::fflush(stdout);
   if (!a.json.empty()) write_file_atomic(a.json, r.json(), a.force);
-  if (!a.html.empty()) write_file_atomic(a.html, r.html(), a.force);
+  if (!a.html.empty()) write_file_atomic(a.html, r.html(matrix_stamp(a)), a.force);
   if (!r.ok()) {
     std::string which;
     int listed = 0;

@@ -9,6 +9,7 @@
 #include "cli/map_commands.h"
 #include "cli/model_loader.h"
 #include "cli/prompt_text.h"
+#include "cli/version.h"
 #include "gguf/quantize.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -64,7 +65,7 @@ void run(const KvQuantArgs& a) {
   st.prompts_path = a.prompts;
   std::cout << st.table();
   if (!a.json.empty()) write_file_atomic(a.json, st.json(), a.force);
-  if (!a.html.empty()) write_file_atomic(a.html, st.html(), a.force);
+  if (!a.html.empty()) write_file_atomic(a.html, st.html(report_stamp({{"model", a.model}, {"prompts", a.prompts}})), a.force);
 }
 
 }  // namespace

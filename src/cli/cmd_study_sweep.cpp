@@ -8,6 +8,7 @@
 #include "cli/map_commands.h"
 #include "cli/model_loader.h"
 #include "cli/prompt_list.h"
+#include "cli/version.h"
 #include "kv/state.h"
 #include "map/split.h"
 #include "map/sweep.h"
@@ -96,7 +97,12 @@ void register_sweep_command(CLI::App& study) {
     const map::SweepResult r = map::run_sweep(opts);
     std::cout << r.table();
     if (!json_path->empty()) write_file_atomic(*json_path, r.to_json().dump(2) + "\n", *force);
-    if (!html_path->empty()) write_file_atomic(*html_path, r.html(), *force);
+    if (!html_path->empty()) write_file_atomic(*html_path,
+                                                   r.html(report_stamp({{"source", o->source_path},
+                                                                        {"target", o->target_path},
+                                                                        {"prompts", prompts->prompts},
+                                                                        {"prompt ids", prompts->prompt_ids}})),
+                                                   *force);
   });
 }
 

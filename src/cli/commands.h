@@ -15,10 +15,6 @@ struct CheckFailed {
 // The producer named in the artifacts the commands write (manifests, receipts, store entries).
 inline constexpr const char* kProducer = "ember 0.1.0";
 
-// `ember --version`: the release, the commit and commit count it was built from, and the SIMD
-// path the engine runs on here (EMBER_SIMD, else the best this CPU has).
-std::string version_text();
-
 void register_model_commands(CLI::App& app);        // ember model inspect|quantize|synth
 void register_model_import_hf(CLI::App& model);     // ember model import-hf
 void register_tokenize_commands(CLI::App& app);     // ember tokenize|detokenize

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/parse_errors.h"
+#include "cli/version.h"
 #include "util/error.h"
 #include "util/printable.h"
 

@@ -1,15 +1,37 @@
-// `ember --version` (cli/commands.h): what a bug report needs to name the binary exactly.
-#include <string>
+// `ember --version` and the report stamp (cli/version.h): what a bug report or a saved page
+// needs to name the binary exactly.
+#include "cli/version.h"
+
+#include <ctime>
 
 #include "cli/commands.h"
 #include "util/build_info.h"
 #include "util/simd.h"
 
 namespace ember::cli {
+namespace {
+
+std::string build_text() {
+  return std::string(kProducer) + " (build " + std::to_string(build_number()) + ", commit " + build_commit() + ")";
+}
+
+}  // namespace
 
 std::string version_text() {
-  return std::string(kProducer) + " (build " + std::to_string(build_number()) + ", commit " + build_commit() +
-         ")\nsimd: " + simd_name(active_simd()) + " (this CPU supports up to " + simd_name(detect_simd()) + ")";
+  return build_text() + "\nsimd: " + simd_name(active_simd()) + " (this CPU supports up to " +
+         simd_name(detect_simd()) + ")";
+}
+
+html::Stamp report_stamp(const std::vector<std::pair<std::string, std::string>>& inputs) {
+  html::Stamp s;
+  for (const auto& [role, path] : inputs)
+    if (!path.empty()) s.inputs.push_back({role, path});
+  s.producer = build_text();
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  char buf[32];
+  if (gmtime_r(&now, &utc) != nullptr && std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc) > 0) s.date = buf;
+  return s;
 }
 
 }  // namespace ember::cli

@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "map/sweep_budget.h"
+#include "util/html_report.h"
 
 namespace ember::map {
 
@@ -88,7 +89,8 @@ struct SweepResult {
   nlohmann::json choice;
   nlohmann::json to_json() const;
   std::string table() const;
-  std::string html() const;  // self-contained: inline SVG plots, no network
+  // Self-contained: inline SVG plots, no network; `stamp` names the inputs, build and date.
+  std::string html(const html::Stamp& stamp = {}) const;
 };
 
 SweepResult run_sweep(const SweepOptions& options);

@@ -80,7 +80,7 @@ std::string chart(const std::string& caption, const std::string& cls, const html
 
 }  // namespace
 
-std::string SweepResult::html() const {
+std::string SweepResult::html(const html::Stamp& stamp) const {
   const nlohmann::json j = to_json();
   const TtftColumn tc = ttft_column(j["rows"]);
   std::vector<double> ttft;  // per row, from the chosen column
@@ -141,7 +141,7 @@ std::string SweepResult::html() const {
     fid.push_back({"identity reuse: relative error", "#c53030", {pt(s, lg(identity->mean_rel_err), "", "identity reuse: " + html::num(identity->mean_rel_err)), pt(L, lg(identity->mean_rel_err), "", "identity reuse: " + html::num(identity->mean_rel_err))}, true, true});
     fid.push_back({"identity reuse: KL", "#805ad5", {pt(s, lg(identity->mean_kl), "", "identity reuse: " + html::num(identity->mean_kl) + " nats"), pt(L, lg(identity->mean_kl), "", "identity reuse: " + html::num(identity->mean_kl) + " nats")}, true, true});
   }
-  std::string h = html::page_begin("Recompute-anchor boundary sweep");
+  std::string h = html::page_begin("Recompute-anchor boundary sweep", stamp);
   h += "<p class=\"note\"><b>" + escape(label) + "</b>: " +
        escape(label == "quantization-boundary"
                   ? "source and target are the same model at two weight precisions; this is a quantization-boundary "

@@ -120,7 +120,20 @@ std::string num(double v, const char* fmt) {
   return b;
 }
 
-std::string page_begin(const std::string& title) {
+// "<p class="stamp">role <code>path</code> · ... · made by PRODUCER on DATE</p>", or "".
+std::string stamp_html(const Stamp& s) {
+  std::vector<std::string> parts;
+  for (const auto& [role, path] : s.inputs) parts.push_back(escape(role) + " <code>" + escape(path) + "</code>");
+  if (!s.producer.empty() || !s.date.empty())
+    parts.push_back("made by " + escape(s.producer.empty() ? "ember" : s.producer) +
+                    (s.date.empty() ? "" : " on " + escape(s.date)));
+  if (parts.empty()) return "";
+  std::string o = "<p class=\"stamp muted\">";
+  for (size_t i = 0; i < parts.size(); ++i) o += (i ? " &middot; " : "") + parts[i];
+  return o + "</p>\n";
+}
+
+std::string page_begin(const std::string& title, const Stamp& stamp) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
          escape(title) +
@@ -144,7 +157,7 @@ std::string page_begin(const std::string& title) {
          ".note{background:#fff7e0;border-left:4px solid #e6a100;padding:8px 12px;max-width:900px}"
          ".muted{color:#5b6472}.pass{color:#1e7b45;font-weight:600}.fail{color:#b42318;font-weight:600}\n"
          "</style>\n</head>\n<body>\n<h1>" +
-         escape(title) + "</h1>\n";
+         escape(title) + "</h1>\n" + stamp_html(stamp);
 }
 
 std::string page_end() { return "</body>\n</html>\n"; }

@@ -26,8 +26,19 @@ std::string escape(const std::string& s);  // & < > " ' -> entities
 // printf-formats v ("%.4g" by default); "n/a" for NaN / infinity.
 std::string num(double v, const char* fmt = "%.4g");
 
-// "<!DOCTYPE html>...<body><h1>TITLE</h1>" with the shared style sheet, and its end.
-std::string page_begin(const std::string& title);
+// What a saved page says about itself, under its title: the files and prompt sets it was made
+// from, the build that made it and when. An empty Stamp draws nothing (pages built by tests).
+struct Stamp {
+  std::vector<std::pair<std::string, std::string>> inputs;  // (role, path), e.g. ("model", "m.gguf")
+  std::string producer;  // e.g. "ember 0.1.0 (build 342, commit cdd1cb2)"
+  std::string date;      // ISO-8601 UTC, e.g. "2026-12-04T22:40:00Z"
+};
+
+// "<!DOCTYPE html>...<body><h1>TITLE</h1>" with the shared style sheet and the stamp, and its
+// end.
+std::string page_begin(const std::string& title, const Stamp& stamp = {});
+// The stamp alone, one paragraph ("" for an empty one), for a page with its own head.
+std::string stamp_html(const Stamp& stamp);
 std::string page_end();
 
 // A sequential colour scale over [lo, hi] (log10 when `log`; lo, hi > 0 then): light yellow

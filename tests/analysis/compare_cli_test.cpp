@@ -195,6 +195,7 @@ TEST(CompareCli, WritesJsonAndHtmlFilesWithoutOverwriting) {
   const json c = json::parse(out);
   EXPECT_TRUE(c["problems"].empty()) << out;
   EXPECT_EQ(c["unique_cells"]["k.cosine"], 6);
+  test::expect_report_stamp(read_file(dir + "/r.html"), {a, b});
   EXPECT_EQ(run_ember("kv compare " + q(a) + " " + q(b) + " --report " + q(dir + "/r.html")).rc, 2);
   EXPECT_EQ(run_ember("kv compare " + q(a) + " " + q(b) + " --report " + q(dir + "/r.html") + " --force").rc, 0);
 }

@@ -67,6 +67,7 @@ TEST(KvQuantCli, StudyWritesItsReportsAndRefusesToOverwrite) {
   const nlohmann::json j = nlohmann::json::parse(read_file(dir + "/s.json"));
   ASSERT_EQ(j["configs"].size(), 2u);
   EXPECT_EQ(j["prompts"]["used"], 3);
+  test::expect_report_stamp(read_file(dir + "/s.html"), {model, prompts});
   EXPECT_NE(run_ember(args).rc, 0);  // exists: refused without --force
   EXPECT_NE(run_ember("study kv-quant --model " + q(model) + " --prompts " + q(prompts) + " --types q4_k")
                 .out.find("--types"), std::string::npos);

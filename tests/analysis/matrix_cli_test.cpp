@@ -59,6 +59,7 @@ TEST(MatrixCli, SmallMatrixPassesWithJsonAndHtml) {
                        "variants, N=4"),
             std::string::npos)
       << r.out;
+  expect_report_stamp(slurp(dir + "/m.html"), {stories, synth, prompts_file(dir)});
   const nlohmann::json j = nlohmann::json::parse(slurp(dir + "/m.json"));
   EXPECT_EQ(j["kind"], "ember.kv-matrix");
   EXPECT_EQ(j["version"], 1);

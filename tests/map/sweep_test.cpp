@@ -10,6 +10,7 @@
 #include "map/metrics.h"
 #include "map/sweep.h"
 #include "map/sweep_budget.h"
+#include "support/cli_run.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -111,11 +112,14 @@ TEST(Sweep, CliKindLabelAndProgress) {
                           test::shared_path("models/stories260K-kjv-top.gguf") + " --prompts " +
                           test::shared_path("models/prompts-stories-kjv.txt") +
                           " --split 12:2 --greedy-steps 2 --repeats 1 --kind ridge --label same-base --json " + dir +
-                          "/s.json";
+                          "/s.json --html " + dir + "/s.html";
   ASSERT_EQ(test::run_command(cmd, &out), 0) << out;
   EXPECT_NE(out.find("sweep (same-base, ridge maps)"), std::string::npos) << out;
   for (const char* line : {"sweep collect", "sweep fit", "sweep eval"}) EXPECT_NE(out.find(line), std::string::npos) << line;
   EXPECT_EQ(nlohmann::json::parse(read_file(dir + "/s.json"))["kind"], "ridge");
+  test::expect_report_stamp(read_file(dir + "/s.html"), {test::shared_path("models/stories260K.gguf"),
+                                                         test::shared_path("models/stories260K-kjv-top.gguf"),
+                                                         test::shared_path("models/prompts-stories-kjv.txt")});
   EXPECT_NE(test::run_command(test::ember_binary() + " study sweep --source x --target y --prompts z --kind neural",
                               &out), 0);
 }

@@ -160,6 +160,19 @@ TEST(HtmlReport, PageIsSelfContained) {
   EXPECT_EQ(p.find("<t>"), std::string::npos);
 }
 
+// Issue 32: a saved report names its inputs, build and date under its title; a page built
+// without a stamp (as the tests here build them) shows none.
+TEST(HtmlReport, StampNamesInputsBuildAndDate) {
+  const Stamp s{{{"model", "a<b>.gguf"}, {"prompts", "p.txt"}}, "ember 0.1.0 (build 3, commit abc1234)",
+                "2026-12-04T22:40:00Z"};
+  EXPECT_EQ(stamp_html(s),
+            "<p class=\"stamp muted\">model <code>a&lt;b&gt;.gguf</code> &middot; prompts <code>p.txt</code> &middot; "
+            "made by ember 0.1.0 (build 3, commit abc1234) on 2026-12-04T22:40:00Z</p>\n");
+  EXPECT_NE(page_begin("t", s).find("</h1>\n<p class=\"stamp muted\">model"), std::string::npos);
+  EXPECT_EQ(stamp_html({}), "");
+  EXPECT_EQ(page_begin("t").find("stamp"), std::string::npos);
+}
+
 // Issue 32: the sweep's x axis, ticks every 0.25, read 0, 0.2, 0.5, 0.8, 1 (the labels had the
 // step's magnitude in decimals, one, not its digits, two).
 TEST(HtmlReport, TickLabelsHaveTheStepsDecimals) {
