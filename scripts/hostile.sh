@@ -362,7 +362,7 @@ hostile_round2() {
   for f in '--temp -1' '--temp nan' '--seed 18446744073709551616' '--seed -1'; do
     # shellcheck disable=SC2086
     out=$(ember run --model small.gguf --prompt hi -n 1 $f 2>&1); rc=$?
-    [[ $rc -eq 2 && "$out" == "${f%% *}: expected"*", found ${f#* }"* ]] && ok "round2: run $f refused by flag" ||
+    [[ $rc -eq 2 && "$out" == "ember: ${f%% *}: expected"*", found ${f#* }"* ]] && ok "round2: run $f refused by flag" ||
       broken "round2: run $f: exit $rc: $out"
   done
   out=$(ember kv export --model small.gguf --prompt hi --output "$d/o"$'\e[2J' 2>&1); rc=$?

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""ember serve and llama-server side by side on the same GGUF and the same request stream
+(docs/serve.md "Speed"): aggregate generated tokens per second, and how many (prompt,
+parameters) pairs got more than one distinct output over the stream.
+
+The stream: R rounds; each round sends every (prompt, parameters) pair once, in a shuffled
+order, from C concurrent clients, so the same request meets different batch neighbours and,
+from the second round on, a prompt prefix cached by the server (llama-server's `cache_prompt`,
+its default; ember's RAM tier). Parameters: greedy, and seeded sampling. llama-server is not
+built by this repository: build llama.cpp (de3ff81, the source node-llama-cpp 3.22.1 ships)
+outside it and pass --llama-server PATH.
+
+Usage: bench/serve_vs_llama_server.py --model M.gguf --llama-server PATH [--ember build/ember]
+       [--threads 2] [--parallel 4] [--clients 4] [--rounds 3] [--gen-tokens 32]"""
+import argparse
+import collections
+import concurrent.futures
+import http.client
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "serve_http"))
+import serve_fixture  # noqa: E402
+
+PROMPTS = [
+    "Once upon a time there was a small town by the sea where",
+    "The quick brown fox jumps over the lazy dog and then",
+    "In the beginning of the year, the committee decided that",
+    "She opened the old wooden box and found a letter that said",
+    "The recipe calls for two cups of flour, one egg and",
+    "After the long winter, the farmers in the valley began to",
+]
+PARAMS = [{"temperature": 0}, {"temperature": 0.8, "seed": 3, "top_k": 40, "top_p": 0.95}]
+
+
+class LlamaServer:
+    def __init__(self, path, model, threads, parallel, ctx):
+        self.port = serve_fixture.free_port()
+        self.log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen([path, "-m", model, "--host", "127.0.0.1", "--port", str(self.port),
+                                      "-np", str(parallel), "-t", str(threads), "-c", str(ctx * parallel)],
+                                     stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                c.request("GET", "/health")
+                if c.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise SystemExit("llama-server exited; see " + self.log.name)
+            time.sleep(0.2)
+        raise SystemExit("llama-server did not become healthy in 120 s; see " + self.log.name)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(20)
+
+
+def post(port, body):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
+    c.request("POST", "/completion", body=json.dumps(body), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    j = json.loads(r.read())
+    c.close()
+    if r.status != 200:
+        raise RuntimeError(f"HTTP {r.status}: {j}")
+    return j
+
+
+def run_stream(port, jobs, clients, gen):
+    outputs = collections.defaultdict(list)
+
+    def one(job):
+        p, q = job
+        body = {"prompt": PROMPTS[p], "n_predict": gen, "cache_prompt": True}
+        body.update(PARAMS[q])
+        j = post(port, body)
+        return job, j["content"], j.get("tokens_predicted", 0)
+
+    t0 = time.monotonic()
+    tokens = 0
+    with concurrent.futures.ThreadPoolExecutor(clients) as ex:
+        for job, text, n in ex.map(one, jobs):
+            outputs[job].append(text)
+            tokens += n
+    return outputs, tokens / (time.monotonic() - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--llama-server", required=True)
+    ap.add_argument("--ember", default=serve_fixture.EMBER)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--parallel", type=int, default=4)
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--gen-tokens", type=int, default=32)
+    ap.add_argument("--ctx", type=int, default=512)
+    a = ap.parse_args()
+    serve_fixture.EMBER = a.ember
+    rng = random.Random(7)
+    jobs = []
+    for _ in range(a.rounds):
+        r = [(p, q) for p in range(len(PROMPTS)) for q in range(len(PARAMS))]
+        rng.shuffle(r)
+        jobs += r
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    print(f"model {os.path.basename(a.model)}; CPU {cpu}, {os.cpu_count()} logical CPUs; {len(jobs)} requests, "
+          f"{a.clients} clients, {a.gen_tokens} tokens each; command: {' '.join(sys.argv)}")
+    results = {}
+    for name in ("llama-server", "ember serve"):
+        if name == "llama-server":
+            srv = LlamaServer(a.llama_server, a.model, a.threads, a.parallel, a.ctx)
+        else:
+            srv = serve_fixture.EmberServer("--parallel", str(a.parallel), "--threads", str(a.threads), "-c",
+                                            str(a.ctx), model=a.model)
+        try:
+            post(srv.port, {"prompt": "warm up", "n_predict": 2, "temperature": 0})
+            outputs, tps = run_stream(srv.port, jobs, a.clients, a.gen_tokens)
+        finally:
+            srv.stop()
+        changed = sum(1 for outs in outputs.values() if len(set(outs)) > 1)
+        results[name] = (tps, changed, len(outputs), outputs)
+        print(f"{name:>12}: {tps:7.2f} generated tok/s; pairs with more than one output: {changed} of {len(outputs)}")
+    same = sum(1 for k in results["ember serve"][3]
+               if results["ember serve"][3][k][0] == results["llama-server"][3][k][0])
+    print(f"first outputs equal across the two engines: {same} of {len(results['ember serve'][3])} "
+          "(not expected: different kernels)")
+
+
+if __name__ == "__main__":
+    main()
