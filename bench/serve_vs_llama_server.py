@@ -80,10 +80,10 @@ def run_stream(port, jobs, clients, gen):
 
     def one(job):
         p, q = job
-        body = {"prompt": PROMPTS[p], "n_predict": gen, "cache_prompt": True}
+        body = {"prompt": PROMPTS[p], "n_predict": gen, "cache_prompt": True, "return_tokens": True}
         body.update(PARAMS[q])
         j = post(port, body)
-        return job, j["content"], j.get("tokens_predicted", 0)
+        return job, json.dumps(j["tokens"]), j.get("tokens_predicted", 0)  # ids: random models decode to little text
 
     t0 = time.monotonic()
     tokens = 0

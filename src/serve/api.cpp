@@ -203,6 +203,7 @@ CompletionInput parse_completion(const std::string& body, Endpoint endpoint, con
         if (o.has("suffix")) fail_field(kWhere, "suffix", "absent (no fill-in-the-middle)", "a suffix");
         if (o.has("best_of")) (void)o.integer("best_of", 1, 1);
       }
+      if (endpoint == Endpoint::llama_completion && o.has("return_tokens")) in.return_tokens = o.boolean("return_tokens");
     }
     read_sampling(o, endpoint, limits, in);
     if (o.has("stream")) in.stream = o.boolean("stream");

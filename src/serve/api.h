@@ -44,6 +44,7 @@ struct CompletionInput {
   bool include_usage = false;           // stream_options.include_usage
   std::vector<std::string> stop;        // up to 4 strings
   bool echo = false;                    // completions: prepend the prompt text
+  bool return_tokens = false;           // llama-server's /completion: the generated ids too
 };
 
 // Limits a body is checked against before anything is tokenized.

@@ -227,6 +227,10 @@ void respond_whole(CompletionContext& ctx, Prepared& p, const std::shared_ptr<Re
             {"tokens_cached", r->cached_tokens()},
             {"ember", provenance(m, *r)}};
     if (p.in.params.top_logprobs >= 0) body["completion_probabilities"] = probs;
+    json ids = json::array();
+    if (p.in.return_tokens)
+      for (const TokenEvent& e : events) ids.push_back(e.token);
+    body["tokens"] = ids;  // llama-server's field: empty unless return_tokens
   } else {
     const json lp = p.in.params.top_logprobs >= 0 ? logprobs_json(*m.tokenizer, events, chat, echo_bytes) : json(nullptr);
     body = {{"id", std::string(chat ? "chatcmpl-" : "cmpl-") + p.id},

@@ -54,6 +54,9 @@ TEST(Api, ReadsChatMessagesAndTokenIdPrompts) {
                                                  Endpoint::llama_completion);
   EXPECT_EQ(llama.params.max_tokens, 0) << "n_predict -1: until the context ends";
   EXPECT_EQ(llama.params.top_logprobs, 2);
+  EXPECT_TRUE(parse_completion(R"({"prompt":"x","return_tokens":true})", Endpoint::llama_completion).return_tokens);
+  EXPECT_NE(refusal(R"({"model":"m","prompt":"x","return_tokens":true})").find("return_tokens"), std::string::npos)
+      << "an OpenAI route has no such field";
 }
 
 TEST(Api, RefusesWhatItCannotHonourNamingTheField) {

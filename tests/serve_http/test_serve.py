@@ -119,9 +119,12 @@ class ServeCompletions(unittest.TestCase):
         self.assertEqual(j["choices"][0]["finish_reason"], "stop")
 
     def test_llama_server_routes(self):
-        status, j, _ = self.server.post("/completion", {"prompt": PROMPTS[0], "n_predict": 20, "temperature": 0})
+        status, j, _ = self.server.post("/completion", {"prompt": PROMPTS[0], "n_predict": 20, "temperature": 0,
+                                                        "return_tokens": True})
         self.assertEqual(status, 200, j)
         self.assertEqual(j["content"], ember_run(PROMPTS[0], 20))
+        status, d, _ = self.server.post("/detokenize", {"tokens": j["tokens"]})
+        self.assertEqual(d["content"], j["content"])
         status, t, _ = self.server.post("/tokenize", {"content": "Once upon a time"})
         self.assertEqual(status, 200)
         status, d, _ = self.server.post("/detokenize", {"tokens": t["tokens"]})
