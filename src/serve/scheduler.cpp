@@ -118,7 +118,9 @@ void Scheduler::admit(std::shared_ptr<Request> r, Sequence& s) {
         restored = p.restored;
         tier = Tier::store;
       }
-      if (p.restored == 0 && p.report.find("miss") == std::string::npos) metrics_.store_errors.fetch_add(1);
+      // A state found but refused (a bad chunk, a wrong seal) is recomputed and reported as
+      // "store miss (recomputing ...)": counted as a store error, unlike a plain miss.
+      if (p.restored == 0 && p.report.rfind("store miss (", 0) == 0) metrics_.store_errors.fetch_add(1);
     } catch (const std::exception&) {
       // The store is a cache: unreachable or refusing, the prefix is computed instead.
       metrics_.store_errors.fetch_add(1);
