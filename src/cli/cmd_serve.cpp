@@ -20,7 +20,6 @@
 #include "store/store.h"
 #include "util/error.h"
 #include "util/printable.h"
-#include "util/atomic_file.h"
 
 namespace ember::cli {
 
@@ -35,9 +34,7 @@ struct ServeArgs {
 };
 
 std::string read_api_key(const std::string& path) {
-  std::string key = read_file(path, 4096);
-  while (!key.empty() && (key.back() == '\n' || key.back() == '\r' || key.back() == ' ')) key.pop_back();
-  if (key.empty()) fail_field(path, "API key", "a non-empty first line", "an empty file");
+  const std::string key = secret_first_line(path, "API key");
   for (unsigned char c : key)
     if (c < 0x21 || c > 0x7e) fail_field(path, "API key", "printable ASCII without spaces", "another byte");
   return key;

@@ -13,14 +13,18 @@ void add_password_file_flag(CLI::App* c, std::string& path) {
                 "read the Redis password from FILE (default: $EMBER_REDIS_PASSWORD; never on the command line)");
 }
 
+std::string secret_first_line(const std::string& path, const std::string& what) {
+  std::string s = read_file(path, 4096);
+  const size_t nl = s.find_first_of("\r\n");
+  if (nl != std::string::npos) s.resize(nl);
+  if (s.empty()) fail_field(path, what, "a non-empty first line", "empty");
+  return s;
+}
+
 store::BackendOptions store_backend_options(const std::string& password_file) {
   store::BackendOptions o;
   if (!password_file.empty()) {
-    std::string p = read_file(password_file, 4096);
-    const size_t nl = p.find_first_of("\r\n");
-    if (nl != std::string::npos) p.resize(nl);
-    if (p.empty()) fail_field(password_file, "password", "a non-empty first line", "empty");
-    o.password = p;
+    o.password = secret_first_line(password_file, "password");
   } else if (const char* env = std::getenv("EMBER_REDIS_PASSWORD"); env && *env) {
     o.password = env;
   }

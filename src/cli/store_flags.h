@@ -16,6 +16,9 @@ void add_password_file_flag(CLI::App* c, std::string& path);
 // The options to open a store with: the password from --password-file (its first line) when
 // given, else from the environment variable EMBER_REDIS_PASSWORD, else none.
 store::BackendOptions store_backend_options(const std::string& password_file);
+// The first line of a secret file (a password, an API key), never echoed; Error naming the
+// file when it is empty. `what` names the secret in that error.
+std::string secret_first_line(const std::string& path, const std::string& what);
 // store::open_state with the password as above: every command that reads a state takes a
 // directory, a .kvc or a STORE_URI#REF (store/open_state.h) through this.
 kv::VerifiedState open_state_ref(const std::string& ref, const kv::ReadOptions& options = {});
