@@ -1,0 +1,65 @@
+#include "kv/recompute_rows.h"
+
+#include <algorithm>
+#include <random>
+#include <string>
+
+#include "util/error.h"
+
+namespace ember::kv {
+namespace {
+
+void copy_position(const model::KvCache& from, model::KvCache& to, int p) {
+  for (int l = 0; l < from.n_layers; ++l)
+    for (int h = 0; h < from.n_kv_heads; ++h) {
+      std::copy_n(from.k_row(l, h, p), from.head_dim, to.k_row(l, h, p));
+      std::copy_n(from.v_row(l, h, p), from.head_dim, to.v_row(l, h, p));
+    }
+}
+
+}  // namespace
+
+void recompute_positions(model::Engine& engine, const model::KvCache& cache,
+                         std::span<const int32_t> tokens, std::span<const int> positions,
+                         const std::function<void(const RecomputedPosition&)>& visit) {
+  const int P = cache.n_pos;
+  if (tokens.size() < size_t(P))
+    fail_field("recompute", "tokens", "at least " + std::to_string(P) + " ids (the cache's prefix)",
+               std::to_string(tokens.size()));
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const int p = positions[i];
+    if (p < 0 || p >= P || (i > 0 && p <= positions[i - 1]))
+      fail_field("recompute", "positions", "strictly increasing positions in [0, " + std::to_string(P) + ")",
+                 std::to_string(p));
+  }
+  if (positions.empty()) return;
+  model::KvCache work = engine.new_cache(P);
+  work.copy_prefix(cache, P);
+  for (int p : positions) {
+    work.n_pos = p;
+    const std::vector<float> logits = engine.forward(work, tokens.subspan(size_t(p), 1));
+    visit(RecomputedPosition{p, &cache, &work, logits});
+    copy_position(cache, work, p);
+  }
+}
+
+std::vector<int> spot_positions(int n_pos, int k, uint64_t seed) {
+  if (n_pos <= 0) return {};
+  k = std::clamp(k, 1, n_pos);
+  std::vector<int> others(size_t(n_pos - 1));
+  for (int i = 0; i < n_pos - 1; ++i) others[size_t(i)] = i;
+  // A partial Fisher-Yates shuffle: k - 1 distinct draws, reproducible across platforms
+  // (std::uniform_int_distribution is not, so the draw is done by hand from mt19937_64).
+  std::mt19937_64 gen(seed);
+  for (int i = 0; i < k - 1; ++i) {
+    const uint64_t span = uint64_t(n_pos - 1 - i);
+    const int j = i + int(gen() % span);
+    std::swap(others[size_t(i)], others[size_t(j)]);
+  }
+  std::vector<int> out(others.begin(), others.begin() + (k - 1));
+  out.push_back(n_pos - 1);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace ember::kv

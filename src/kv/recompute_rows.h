@@ -1,0 +1,43 @@
+#pragma once
+// Recomputes chosen positions of a cache from the cache itself: the check any cache can be
+// given at the cost of a few decode steps instead of a prefill.
+//
+// ember's decode of token p over rows [0, p) is bit for bit its prefill of row p
+// (docs/numerics.md), so for a cache ember computed with the same model, the K/V rows
+// recomputed at p equal the stored rows of p exactly, and the logits of the last position
+// equal the boundary logits of the prefill. A row that another engine, another model, a
+// lossy codec or a bit flip produced shows as a difference at p itself or, through attention,
+// at any sampled position after it. Importers of foreign caches compare against a bound the
+// cache's type explains; native snapshots compare bit for bit.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "model/engine.h"
+
+namespace ember::kv {
+
+// One recomputed position: its K/V rows for every layer and KV head, beside the cache's own.
+struct RecomputedPosition {
+  int position = 0;
+  const model::KvCache* stored = nullptr;      // the cache checked (row `position` is its own)
+  const model::KvCache* recomputed = nullptr;  // row `position` holds the recomputed K/V
+  std::span<const float> logits;               // [n_vocab]: the next-token logits after `position`
+};
+
+// For each position p in `positions` (strictly increasing, each in [0, cache.n_pos)):
+// evaluates tokens[p] at p over the cache's own rows [0, p) and calls `visit` with the
+// recomputed rows. Rows after p are never read, and each recomputed row is put back to the
+// stored one before the next position, so every position is checked against the cache as
+// stored. `tokens` holds at least cache.n_pos ids (the cache's prefix). Costs one copy of the
+// cache and one decode step per position.
+void recompute_positions(model::Engine& engine, const model::KvCache& cache,
+                         std::span<const int32_t> tokens, std::span<const int> positions,
+                         const std::function<void(const RecomputedPosition&)>& visit);
+
+// k distinct positions of [0, n_pos), ascending, always holding the last (n_pos - 1); the
+// others drawn uniformly by a generator seeded with `seed`. k is clamped to [1, n_pos].
+std::vector<int> spot_positions(int n_pos, int k, uint64_t seed);
+
+}  // namespace ember::kv
