@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < repeats; ++r) {
     const uint64_t h0 = sha256_bytes_hashed();
     const auto t0 = Clock::now();
-    const store::PrefixRestore hit = store::restore_longest_prefix(st, engine, tok, prompt, store::OnMiss::fail);
+    const store::PrefixRestore hit = store::restore_longest_prefix(st, engine, tok, prompt, store::OnBadState::fail);
     t_hit = std::min(t_hit, seconds_since(t0));
     hashed = double(sha256_bytes_hashed() - h0);
     restored = hit.restored;

@@ -40,7 +40,7 @@ struct RunArgs {
   bool ignore_eos = false, force = false, quiet = false;
   bool allow_past_context = false;
   // --store / --save-to (docs/store.md): restore the longest stored prefix, store the prefill.
-  std::string store, save_to, on_miss = "fail", password_file;
+  std::string store, save_to, on_bad_state = "fail", password_file;
 };
 
 void run(const RunArgs& a) {
@@ -78,7 +78,7 @@ void run(const RunArgs& a) {
   check_positions(engine, int64_t(prompt.size()), has_ids ? "--prompt-ids" : "prompt",
                   "tokens", a.n, "-n");
   std::optional<store::Store> from, to;
-  const store::OnMiss on_miss = parse_on_miss(a.on_miss);
+  const store::OnBadState on_bad_state = parse_on_bad_state(a.on_bad_state);
   if (!a.store.empty() || !a.save_to.empty()) {
     if (!tokenizer) fail_field(a.model, "tokenizer", "a tokenizer (its identity names the store's namespace)", "none");
     const store::BackendOptions bo = store_backend_options(a.password_file);
@@ -88,7 +88,7 @@ void run(const RunArgs& a) {
   model::KvCache cache;
   int restored = 0;
   if (from) {
-    store::PrefixRestore p = store::restore_longest_prefix(*from, engine, tokenizer->identity(), prompt, on_miss);
+    store::PrefixRestore p = store::restore_longest_prefix(*from, engine, tokenizer->identity(), prompt, on_bad_state);
     cache = std::move(p.cache);
     restored = p.restored;
     std::fprintf(stderr, "ember: %s\n", printable(p.report).c_str());
@@ -175,7 +175,7 @@ void run(const RunArgs& a) {
 void register_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Generate with ember's deterministic CPU engine");
-  cmd->add_option("--model", args->model, "GGUF model file")->required();
+  cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
   cmd->add_option("--tokenizer", args->tokenizer,
                   "Hugging Face tokenizer.json (default: the GGUF's own tokenizer)");
   add_prompt_input_flags(cmd, args->p);
@@ -201,7 +201,7 @@ void register_run_command(CLI::App& app) {
   cmd->add_flag("--quiet", args->quiet, "no statistics line on stderr");
   cmd->add_option("--store", args->store, "restore the longest stored prefix of the prompt from this store URI");
   cmd->add_option("--save-to", args->save_to, "store the prompt's state after prefill in this store URI");
-  cmd->add_option("--on-miss", args->on_miss, "a stored state that fails a check: fail | recompute (and say so)")
+  cmd->add_option("--on-bad-state", args->on_bad_state, "a stored state that fails a check: fail | recompute (and say so)")
       ->capture_default_str();
   add_password_file_flag(cmd, args->password_file);
   cmd->callback([args] {

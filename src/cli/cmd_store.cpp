@@ -6,14 +6,18 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/model_loader.h"
 #include "cli/store_flags.h"
 #include "cli/trust_flags.h"
+#include "kv/import.h"
 #include "kv/state.h"
 #include "kv/strict_json.h"
 #include "store/store.h"
 #include "util/atomic_file.h"
 #include "util/ed25519.h"
 #include "util/error.h"
+#include "util/hex.h"
+#include "util/iso_time.h"
 #include "util/printable.h"
 
 namespace ember::cli {
@@ -39,6 +43,16 @@ void print_removed(const store::GcResult& r) {
   std::printf("removed %zu states, %zu chunks, %zu names, %zu prefix keys, %zu pending markers, %zu temporaries\n",
               r.entries_removed, r.chunks_removed, r.names_removed, r.prefixes_removed, r.pending_removed,
               r.temporaries_removed);
+}
+
+// NAME with --model is NAMESPACE/NAME in that model's namespace (store::namespace_of over what
+// the model's engine would record), so a user gets back by name what `store put --name` stored
+// without copying a hash from `store ls`.
+std::string qualified_ref(const std::string& ref, const std::string& model_path, const std::string& tokenizer) {
+  if (model_path.empty() || ref.find('/') != std::string::npos || is_hex(ref, 64)) return ref;
+  const LoadedModel l = load_model({model_path, tokenizer, ""});
+  const model::Engine engine(l.model, {1});
+  return store::namespace_of(kv::describe_target(engine, l.tokenizer->identity())) + "/" + ref;
 }
 
 void print_warnings(store::Store& s) {
@@ -75,12 +89,18 @@ void register_store_commands(CLI::App& app) {
                   r.prefix_keys);
       if (!o->name.empty()) std::printf("name %s/%s\n", printable(r.ns).c_str(), printable(o->name).c_str());
       std::printf("seal %s\n", r.seal.c_str());
+      const int P = snap.manifest().geometry.positions;
+      if (P < store::kPrefixBlock)
+        std::fprintf(stderr,
+                     "ember: note: %d positions is shorter than one %d-token prefix block: this state is got by "
+                     "its seal or name, never found as a prefix hit\n",
+                     P, store::kPrefixBlock);
     });
   }
   {
     struct Opts {
       Common c;
-      std::string ref, output;
+      std::string ref, output, model, tokenizer;
       bool force = false;
       kv::TrustRequirements trust;
     };
@@ -89,11 +109,13 @@ void register_store_commands(CLI::App& app) {
                       false);
     s->add_option("ref", o->ref, "NAMESPACE/NAME or a seal")->required();
     s->add_option("--output,-o", o->output, "snapshot directory to create")->required();
+    s->add_option("-m,--model", o->model, "resolve a bare NAME in this GGUF model's namespace (as put named it)");
+    s->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json of --model (default: the GGUF's own)");
     s->add_flag("--force", o->force, "replace an existing directory (atomically)");
     add_trust_flags(s, o->trust);
     s->callback([o] {
       store::Store store = open(o->c);
-      kv::VerifiedState snap = store.get_ref(o->ref);
+      kv::VerifiedState snap = store.get_ref(qualified_ref(o->ref, o->model, o->tokenizer));
       const std::string seal = snap.manifest().seal;
       print_warnings(store);
       // --trust KEY: the signature by KEY that any put recorded (store.h signature), when the
@@ -133,6 +155,7 @@ void register_store_commands(CLI::App& app) {
           j["positions"] = it.entry->manifest.geometry.positions;
           j["bytes"] = 2 * it.entry->manifest.payload_bytes();
           j["stored_at"] = it.entry->stored_at;
+          j["stored_at_utc"] = iso8601_utc(it.entry->stored_at);
           if (it.hits) {
             j["hits"] = *it.hits;
           } else {  // unknown for this entry only: the rest of the listing stands
@@ -160,10 +183,10 @@ void register_store_commands(CLI::App& app) {
           continue;
         }
         const std::string hits = j["hits"].is_null() ? "?" : std::to_string(j["hits"].get<int64_t>());
-        std::printf("%s ns %s positions %d bytes %llu stored_at %lld hits %s%s%s\n",
+        std::printf("%s ns %s positions %d bytes %llu stored_at %s hits %s%s%s\n",
                     j["seal"].get<std::string>().c_str(), j["namespace"].get<std::string>().c_str(),
                     j["positions"].get<int>(), static_cast<unsigned long long>(j["bytes"].get<uint64_t>()),
-                    static_cast<long long>(j["stored_at"].get<int64_t>()), hits.c_str(), n.empty() ? "" : " names ",
+                    j["stored_at_utc"].get<std::string>().c_str(), hits.c_str(), n.empty() ? "" : " names ",
                     n.c_str());
       }
     });

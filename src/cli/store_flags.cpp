@@ -41,10 +41,10 @@ uint64_t parse_count_flag(const std::string& flag, const std::string& unit, cons
   return std::stoull(text);
 }
 
-store::OnMiss parse_on_miss(const std::string& s) {
-  if (s == "fail") return store::OnMiss::fail;
-  if (s == "recompute") return store::OnMiss::recompute;
-  fail_field("--on-miss", "value", "fail or recompute", "'" + s + "'");
+store::OnBadState parse_on_bad_state(const std::string& s) {
+  if (s == "fail") return store::OnBadState::fail;
+  if (s == "recompute") return store::OnBadState::recompute;
+  fail_field("--on-bad-state", "value", "fail or recompute", "'" + s + "'");
 }
 
 }  // namespace ember::cli

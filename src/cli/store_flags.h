@@ -26,6 +26,6 @@ kv::VerifiedState open_state_ref(const std::string& ref, const kv::ReadOptions& 
 // "1e3", "", "12abc") is an Error naming the flag, what it expects and what it found.
 uint64_t parse_count_flag(const std::string& flag, const std::string& unit, const std::string& text);
 // "fail" | "recompute".
-store::OnMiss parse_on_miss(const std::string& s);
+store::OnBadState parse_on_bad_state(const std::string& s);
 
 }  // namespace ember::cli

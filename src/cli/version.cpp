@@ -2,10 +2,9 @@
 // needs to name the binary exactly.
 #include "cli/version.h"
 
-#include <ctime>
-
 #include "cli/commands.h"
 #include "util/build_info.h"
+#include "util/iso_time.h"
 #include "util/simd.h"
 
 namespace ember::cli {
@@ -27,10 +26,7 @@ html::Stamp report_stamp(const std::vector<std::pair<std::string, std::string>>&
   for (const auto& [role, path] : inputs)
     if (!path.empty()) s.inputs.push_back({role, path});
   s.producer = build_text();
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  char buf[32];
-  if (gmtime_r(&now, &utc) != nullptr && std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc) > 0) s.date = buf;
+  s.date = iso8601_utc_now();
   return s;
 }
 

@@ -9,7 +9,7 @@
 namespace ember::store {
 
 PrefixRestore restore_longest_prefix(Store& store, const model::Engine& engine, const std::string& tokenizer_identity,
-                                     std::span<const int32_t> prompt, OnMiss on_miss) {
+                                     std::span<const int32_t> prompt, OnBadState on_bad_state) {
   if (prompt.empty()) fail_field("prefix restore", "prompt", "at least one token", "none");
   const kv::SnapshotManifest target = kv::describe_target(engine, tokenizer_identity);
   const std::string ns = namespace_of(target);
@@ -42,8 +42,8 @@ PrefixRestore restore_longest_prefix(Store& store, const model::Engine& engine, 
       for (const std::string& w : store.take_warnings()) out.report += "; " + w;
       return out;
     } catch (const Error& e) {
-      if (on_miss != OnMiss::recompute) throw;
-      out.report = std::string("store miss (recomputing the whole prompt, --on-miss recompute): ") + e.what();
+      if (on_bad_state != OnBadState::recompute) throw;
+      out.report = std::string("stored state refused (recomputing the whole prompt, --on-bad-state recompute): ") + e.what();
       out.cache = engine.new_cache(int(prompt.size()));
       return out;
     }
@@ -82,7 +82,7 @@ StoreRun run_with_store(model::Engine& engine, const std::string& tokenizer_iden
   StoreRun r;
   model::KvCache cache;
   if (o.from) {
-    PrefixRestore p = restore_longest_prefix(*o.from, engine, tokenizer_identity, prompt, o.on_miss);
+    PrefixRestore p = restore_longest_prefix(*o.from, engine, tokenizer_identity, prompt, o.on_bad_state);
     cache = std::move(p.cache);
     r.restored = p.restored;
     r.report = p.report;

@@ -21,7 +21,7 @@
 
 namespace ember::store {
 
-enum class OnMiss { fail, recompute };
+enum class OnBadState { fail, recompute };
 
 struct PrefixRestore {
   model::KvCache cache;  // capacity >= the prompt, n_pos = restored
@@ -31,9 +31,9 @@ struct PrefixRestore {
 };
 
 // Looks up and restores (above). A state that fails a check is an Error naming it (the
-// chunk, the field), unless on_miss == recompute: then nothing is restored and report says why.
+// chunk, the field), unless on_bad_state == recompute: then nothing is restored and report says why.
 PrefixRestore restore_longest_prefix(Store& store, const model::Engine& engine, const std::string& tokenizer_identity,
-                                     std::span<const int32_t> prompt, OnMiss on_miss);
+                                     std::span<const int32_t> prompt, OnBadState on_bad_state);
 
 // Stores the prompt's state after prefill: positions [0, L) of `cache` (which may hold more),
 // with the resume token chosen from `boundary_logits` by greedy argmax (ties: lowest id),
@@ -49,7 +49,7 @@ struct StoreRunOptions {
   bool keep_logits = false;  // every step's logits (step 0: the boundary logits)
   Store* from = nullptr;     // --store
   Store* save_to = nullptr;  // --save-to
-  OnMiss on_miss = OnMiss::fail;
+  OnBadState on_bad_state = OnBadState::fail;
   std::string producer;
   PutOptions save;
 };

@@ -252,7 +252,7 @@ std::string Store::resolve(const std::string& ref) {
   }
   const size_t slash = ref.find('/');
   if (slash == std::string::npos || !is_hex(ref.substr(0, slash), 32) || !valid_name(ref.substr(slash + 1)))
-    fail_field(uri(), "reference", "NAMESPACE/NAME (as ls prints) or a seal (64 hex digits)", "'" + ref + "'");
+    fail_field(uri(), "reference", "NAMESPACE/NAME (as ls prints), a seal (64 hex digits), or NAME with --model", "'" + ref + "'");
   const std::string key = KeyLayout::name(ref.substr(0, slash), ref.substr(slash + 1));
   const std::optional<std::string> v = b_->get(key, kMaxSmallValue);
   if (!v) fail_field(uri(), "name " + ref, "a stored name", "none");
@@ -433,7 +433,7 @@ std::optional<std::string> Store::prefix_lookup(const std::string& ns, const std
   try {
     e = read_entry(*v);
   } catch (const Error&) {
-    return v;  // missing or invalid: get names it (a miss, or the failure --on-miss reports)
+    return v;  // missing or invalid: get names it (a miss, or the failure --on-bad-state reports)
   }
   if (e.ns != ns) return std::nullopt;
   const std::vector<std::string> chain = prefix_chain(ns, e.manifest.prefix.tokens);

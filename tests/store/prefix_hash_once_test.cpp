@@ -36,7 +36,7 @@ TEST(PrefixHashOnce, APrefixHitHashesThePayloadOnceAndEqualsTheColdRun) {
   const uint64_t payload = 2 * uint64_t(2) * e.config().n_layers * e.config().n_kv_heads * stored.size() *
                            e.config().head_dim;  // K and V, f16
   const uint64_t before = sha256_bytes_hashed();
-  const PrefixRestore r = restore_longest_prefix(st, e, tok->identity(), prompt, OnMiss::fail);
+  const PrefixRestore r = restore_longest_prefix(st, e, tok->identity(), prompt, OnBadState::fail);
   const double n = double(sha256_bytes_hashed() - before) / double(payload);
   ASSERT_GT(r.restored, 0) << r.report;
   EXPECT_GE(n, 1.0);

@@ -2,7 +2,7 @@
 // (kv replay --save-to), restored by another (kv replay --store), gives logits bit-identical
 // to a cold `ember run` of the same prompt, on stories260K and on a synthetic qwen2 model; a
 // stored state serves every shorter prefix; a corrupt chunk fails the replay naming it, or,
-// with --on-miss recompute, is reported and recomputed with the same bits.
+// with --on-bad-state recompute, is reported and recomputed with the same bits.
 #include <gtest/gtest.h>
 
 #include "store/redis_server.h"
@@ -107,9 +107,9 @@ TEST(StorePrefix, ACorruptChunkFailsTheReplayOrIsRecomputedWhenAsked) {
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("chunk " + key), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(corrupt)"), std::string::npos) << r.out;
-  const std::vector<uint8_t> hit = store_logits(model, server.uri(), kLong, dir, "--on-miss recompute", &r);
+  const std::vector<uint8_t> hit = store_logits(model, server.uri(), kLong, dir, "--on-bad-state recompute", &r);
   ASSERT_EQ(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("store miss (recomputing the whole prompt, --on-miss recompute)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stored state refused (recomputing the whole prompt, --on-bad-state recompute)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(key), std::string::npos) << r.out;
   EXPECT_EQ(hit, cold_logits(model, kLong, dir));
   // Evicted (deleted): named as missing.

@@ -127,7 +127,7 @@ TEST(StoreRound2, AFifoHitCounterNeitherBlocksNorFailsAStoreRead) {
   // kv replay --store: served from the store (a hit), not recomputed, and not blocked.
   t0 = Clock::now();
   r.rc = test::run_command("timeout 20 " + test::ember_binary() + " kv replay --model " + q(dir + "/m.gguf") +
-                               " --store " + q(uri) + " --prompt " + q(prompt) + " -n 2 --on-miss recompute",
+                               " --store " + q(uri) + " --prompt " + q(prompt) + " -n 2 --on-bad-state recompute",
                            &r.out);
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_LT(seconds_since(t0), 10.0) << "kv replay --store waited on the FIFO";
