@@ -124,7 +124,7 @@ struct RegistryArgs {
 // Adds one entry (schema-valid, its evidence hashing to the files it names) and rewrites the
 // registry canonically and atomically; a new registry file is created.
 void run_registry_add(const RegistryArgs& a) {
-  const nlohmann::json entry = parse_json_strict(read_file(a.entry, 16u << 20), a.entry);
+  const nlohmann::json entry = parse_json_strict(read_input(a.entry, 16u << 20), a.entry);
   const bool exists = path_exists(a.registry);
   contract::Registry r = exists ? contract::Registry::read(a.registry) : contract::Registry::empty();
   r.add(entry, a.replace, a.entry);
@@ -188,7 +188,7 @@ void register_contract_commands(CLI::App& app) {
   CLI::App* pv = pack->add_subcommand("validate", "Check a pack: schema, tools against the host allowlist, briefing size");
   pv->add_option("pack", pa->pack, "DOMCAP1 pack (JSON)")->required();
   pv->add_option("--allow", pa->allow, "Host tool allowlist (ember.tool-allowlist.v1)")->required();
-  pv->add_option("--model", pa->model, "Count briefing tokens with this GGUF model's tokenizer");
+  pv->add_option("-m,--model", pa->model, "Count briefing tokens with this GGUF model's tokenizer");
   pv->add_option("--tokenizer", pa->tokenizer, "Count briefing tokens with this tokenizer.json");
   pv->add_option("--max-chars", pa->max_chars, "Host limit on briefing characters")->capture_default_str();
   pv->add_option("--max-tokens", pa->max_tokens, "Host limit on briefing tokens")->capture_default_str();
@@ -199,7 +199,7 @@ void register_contract_commands(CLI::App& app) {
   CLI::App* pe = pack->add_subcommand(
       "eval", "Run the pack's probes with and without its briefing (greedy) and write the evaluation receipt");
   pe->add_option("pack", ea->pack, "DOMCAP1 pack (JSON); probes with expect.check are run")->required();
-  pe->add_option("--model", ea->model, "GGUF model file")->required();
+  pe->add_option("-m,--model", ea->model, "GGUF model file")->required();
   pe->add_option("--tokenizer", ea->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own tokenizer)");
   pe->add_option("--allow", ea->allow, "Host tool allowlist (default: none, so a pack naming a tool is refused)");
   pe->add_option("--output", ea->output, "Receipt file (ember.pack-eval-receipt.v1); default: stdout");

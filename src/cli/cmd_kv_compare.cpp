@@ -229,7 +229,7 @@ void register_kv_compare_commands(CLI::App& kv) {
   ca->max_mse_opt = c->add_option("--max-mse", ca->max_mse, "Fail when a head's MSE exceeds M");
   ca->min_r2_opt = c->add_option("--min-r2", ca->min_r2, "Fail when a head's R² is below R (implies --r2)");
   c->add_option("--perturb", ca->perturb, "Apply this perturbation receipt to RIGHT in memory");
-  c->add_option("--model", ca->model, "Run the diagnostics with LEFT's model (GGUF)");
+  c->add_option("-m,--model", ca->model, "Run the diagnostics with LEFT's model (GGUF)");
   c->add_option("--tokenizer", ca->tokenizer, "tokenizer.json (default: the GGUF's own)");
   c->add_option("--steps", ca->steps, "Diagnostic steps K (default 8)");
   add_threads_option(c, ca->threads);

@@ -35,7 +35,7 @@ void add_import_llamacpp(CLI::App& kv) {
                                   "as an ember.kv-foreign cache");
   c->add_option("state", o->state, "state file (llama_state_seq_save_file, llama-server slot save)")
       ->required();
-  c->add_option("--model", o->model, "the GGUF the state was computed with")->required();
+  c->add_option("-m,--model", o->model, "the GGUF the state was computed with")->required();
   c->add_option("--tokenizer", o->tokenizer,
                 "Hugging Face tokenizer.json (default: the GGUF's own)");
   c->add_option("--arch", o->arch, "assert the model's architecture (" + gguf::arch_names("|") + ")");

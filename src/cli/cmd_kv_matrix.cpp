@@ -142,7 +142,7 @@ void register_kv_matrix_command(CLI::App& kv) {
   CLI::App* c = kv.add_subcommand(
       "matrix", "The exact-replay matrix: export + replay gate + self-compare + zeroing control over "
                 "models x prompts x thread/SIMD variants (docs/matrix.md)");
-  c->add_option("--model", a->models, "GGUF model (repeatable)");
+  c->add_option("-m,--model", a->models, "GGUF model (repeatable)");
   c->add_option("--models", a->models_file, "File of GGUF paths, one a line ('#' comments; relative to the file)");
   add_prompt_list_flags(c, a->prompts);
   c->add_option("--variants", a->variants,

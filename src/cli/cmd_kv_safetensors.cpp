@@ -42,14 +42,14 @@ void add_import_safetensors(CLI::App& kv) {
                                   "Make a foreign state (ember.kv-foreign) of a KV cache another runtime wrote "
                                   "as safetensors (mlx-lm save_prompt_cache, vLLM example connector, torch)");
   c->add_option("input", o->input, "the .safetensors file (mlx) or per-layer directory (vllm)")->required();
-  c->add_option("--model", o->model, "the GGUF model the cache belongs to (the file does not say)")->required();
+  c->add_option("-m,--model", o->model, "the GGUF model the cache belongs to (the file does not say)")->required();
   c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
   c->add_option("--layout", o->layout, "mlx | vllm (default mlx)");
   c->add_option("--engine", o->engine,
                 "what computed the cache, recorded as foreign.engine (default: the layout's runtime, mlx or "
                 "vllm; a cache torch wrote says torch)");
-  auto* t = c->add_option("--prompt", o->prompt, "the prefix the cache holds, as text");
-  auto* f = c->add_option("--prompt-file", o->prompt_file, "the prefix as text from a file (UTF-8)");
+  auto* t = c->add_option("-p,--prompt", o->prompt, "the prefix the cache holds, as text");
+  auto* f = c->add_option("-f,--prompt-file", o->prompt_file, "the prefix as text from a file (UTF-8)");
   auto* i = c->add_option("--prompt-ids", o->ids, "the prefix as comma-separated token ids (no BOS added)");
   t->excludes(f)->excludes(i);
   f->excludes(i);

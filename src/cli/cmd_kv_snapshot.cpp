@@ -38,7 +38,7 @@ struct ModelArgs {
 };
 
 void add_model_flags(CLI::App* c, ModelArgs& a) {
-  c->add_option("--model", a.model, "GGUF model file")->required();
+  c->add_option("-m,--model", a.model, "GGUF model file")->required();
   c->add_option("--tokenizer", a.tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
   c->add_option("--arch", a.arch, "assert the model's architecture (" + gguf::arch_names("|") + ")");
   add_threads_option(c, a.threads);
@@ -182,7 +182,7 @@ template <typename Opts>
 void replay_with_store(Opts& o) {
   if (!o.snapshot.empty())
     fail_field("kv replay", "--snapshot", "no snapshot with --store/--save-to (the prompt is the input)", o.snapshot);
-  const store::OnMiss on_miss = parse_on_miss(o.on_miss);
+  const store::OnBadState on_bad_state = parse_on_bad_state(o.on_bad_state);
   refuse_output_is_input(o.logits_out, {o.m.model, o.m.tokenizer, o.p.file, o.p.messages, o.p.chat.tokenizer_config});
   if (!has_prompt_input(o.p))
     fail_field("kv replay", "prompt", "--prompt TEXT, --prompt-file F, --messages CONV.json or --prompt-ids LIST", "none");
@@ -199,7 +199,7 @@ void replay_with_store(Opts& o) {
   opt.keep_logits = !o.logits_out.empty();
   opt.from = from ? &*from : nullptr;
   opt.save_to = to ? &*to : nullptr;
-  opt.on_miss = on_miss;
+  opt.on_bad_state = on_bad_state;
   opt.producer = kProducer;
   opt.save.name = o.save_name;
   if (!o.ignore_eos) opt.is_eog = [&](int32_t id) { return l.tokenizer->is_eog(id); };
@@ -228,16 +228,16 @@ void add_replay(CLI::App& kv) {
     // The store path (docs/store.md): the prompt is the input, its longest stored prefix is
     // restored, the rest computed.
     PromptInput p;
-    std::string store, save_to, save_name, on_miss = "fail", password_file;
+    std::string store, save_to, save_name, on_bad_state = "fail", password_file;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = kv.add_subcommand("replay", "Import a snapshot strictly and continue greedily from its resume token");
   add_model_flags(c, o->m);
-  c->add_option("--snapshot", o->snapshot, "snapshot directory (or KVC1 file)");
+  c->add_option("snapshot,--snapshot", o->snapshot, "snapshot directory or KVC1 file (positional, as kv verify)");
   c->add_option("--store", o->store, "restore the longest stored prefix of the prompt from this store URI");
   c->add_option("--save-to", o->save_to, "store the prompt's state after prefill in this store URI");
   c->add_option("--save-name", o->save_name, "a name for the state --save-to stores");
-  c->add_option("--on-miss", o->on_miss, "a stored state that fails a check: fail | recompute (and say so)")
+  c->add_option("--on-bad-state", o->on_bad_state, "a stored state that fails a check: fail | recompute (and say so)")
       ->capture_default_str();
   add_prompt_input_flags(c, o->p);
   add_password_file_flag(c, o->password_file);
@@ -302,11 +302,11 @@ void add_validate_replay(CLI::App& kv) {
   CLI::App* c = kv.add_subcommand(
       "validate-replay",
       "The exact-replay gate: native == concat(boundary, replay), f32 bit for bit, in 3 processes");
-  c->add_option("--model", o->model, "GGUF model file")->required();
+  c->add_option("-m,--model", o->model, "GGUF model file")->required();
   c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
   c->add_option("--arch", o->arch, "assert the model's architecture");
-  auto* t = c->add_option("--prompt", o->prompt, "prompt text");
-  auto* f = c->add_option("--prompt-file", o->prompt_file, "prompt text file");
+  auto* t = c->add_option("-p,--prompt", o->prompt, "prompt text");
+  auto* f = c->add_option("-f,--prompt-file", o->prompt_file, "prompt text file");
   auto* m = c->add_option("--messages", o->messages,
                           "conversation JSON rendered by the chat template (no BOS added), as run and kv export take it");
   t->excludes(f)->excludes(m);

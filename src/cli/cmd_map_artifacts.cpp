@@ -354,7 +354,7 @@ void add_map_replay(CLI::App& m) {
   auto o = std::make_shared<Opts>();
   add_trust_flags(c, o->trust);
   c->add_option("--mapped", o->mapped, "Mapped cache directory")->required();
-  c->add_option("--model", o->model, "Target model (GGUF)")->required();
+  c->add_option("-m,--model", o->model, "Target model (GGUF)")->required();
   c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
   c->add_option("-n", o->n, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
   add_threads_option(c, o->threads);
@@ -414,7 +414,7 @@ void add_hybrid(CLI::App& m) {
   c->add_option("--source", o->source, "Source model (GGUF)")->required();
   c->add_option("--target", o->target, "Target model (GGUF)")->required();
   c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json for both models (default: each GGUF's own)");
-  auto* prompt = c->add_option("--prompt", o->prompt, "Prompt text");
+  auto* prompt = c->add_option("-p,--prompt", o->prompt, "Prompt text");
   auto* prompt_ids = c->add_option("--prompt-ids", o->prompt_ids, "Prompt as comma-separated token ids (no BOS added)");
   prompt->excludes(prompt_ids);
   add_relation_option(c, o->relation, "required with --output/--receipt unless --mapper (then: the mapper's)");

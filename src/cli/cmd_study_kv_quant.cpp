@@ -75,7 +75,7 @@ void register_kv_quant_study_command(CLI::App& study) {
   auto* c = study.add_subcommand(
       "kv-quant", "What llama.cpp's quantized KV caches (q8_0 ... iq4_nl; K, V, K+V) cost: KL, "
                   "top-1/top-k agreement, dNLL, per-layer/head K/V error");
-  c->add_option("--model", a->model, "Model (GGUF)")->required();
+  c->add_option("-m,--model", a->model, "Model (GGUF)")->required();
   c->add_option("--tokenizer", a->tokenizer, "tokenizer.json (default: the GGUF's own)");
   c->add_option("--prompts", a->prompts, "Prompts file, one per line")->required();
   c->add_option("--limit", a->limit, "Use the first N non-empty prompts (default 64)");

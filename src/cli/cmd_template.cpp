@@ -16,7 +16,7 @@ void register_template_commands(CLI::App& app) {
   auto args = std::make_shared<ChatTemplateArgs>();
   auto messages = std::make_shared<std::string>();
   CLI::App* r = tg->add_subcommand("render", "Print the rendered prompt exactly (no newline added)");
-  r->add_option("--model", args->model, "GGUF whose tokenizer.chat_template to use");
+  r->add_option("-m,--model", args->model, "GGUF whose tokenizer.chat_template to use");
   r->add_option("--tokenizer-config", args->tokenizer_config, "Hugging Face tokenizer_config.json (chat_template)");
   r->add_option("--messages", *messages, "Conversation JSON: [{\"role\",\"content\"}, ...]")->required();
   add_chat_render_options(r, *args);

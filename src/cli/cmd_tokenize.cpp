@@ -22,7 +22,7 @@ struct Source {
 };
 
 void add_source_options(CLI::App* cmd, Source& src) {
-  auto* m = cmd->add_option("--model", src.model, "GGUF model file (tokenizer.ggml.* metadata)");
+  auto* m = cmd->add_option("-m,--model", src.model, "GGUF model file (tokenizer.ggml.* metadata)");
   auto* t = cmd->add_option("--tokenizer", src.tokenizer, "Hugging Face tokenizer.json");
   m->excludes(t);
   t->excludes(m);
@@ -48,7 +48,7 @@ void register_tokenize_commands(CLI::App& app) {
   auto args = std::make_shared<TokenizeArgs>();
   CLI::App* tk = app.add_subcommand("tokenize", "Encode text into token ids (prints ids and pieces)");
   add_source_options(tk, args->src);
-  auto* p = tk->add_option("--prompt", args->prompt, "Text to encode");
+  auto* p = tk->add_option("-p,--prompt", args->prompt, "Text to encode");
   auto* f = tk->add_option("--file", args->file, "Read the text to encode from a file (bytes as they are)");
   auto* m = tk->add_option("--messages", args->messages,
                            "Encode a conversation JSON through the chat template (docs/templates.md): no BOS is "

@@ -12,7 +12,7 @@ namespace ember::cli {
 
 CLI::Option* add_threads_option(CLI::App* c, int& threads, const std::string& help) {
   threads = 0;
-  return c->add_option("--threads", threads, help);
+  return c->add_option("-t,--threads", threads, help);
 }
 
 CLI::Validator seed_value() {

@@ -8,8 +8,8 @@
 namespace ember::cli {
 
 void add_prompt_input_flags(CLI::App* c, PromptInput& p) {
-  auto* t = c->add_option("--prompt", p.text, "prompt text");
-  auto* f = c->add_option("--prompt-file", p.file,
+  auto* t = c->add_option("-p,--prompt", p.text, "prompt text");
+  auto* f = c->add_option("-f,--prompt-file", p.file,
                           "prompt text from a file (UTF-8); a FILE.jsonl is a JSONL prompt file (--prompt-id)");
   auto* id = c->add_option("--prompt-id", p.prompt_id, "the entry of a JSONL --prompt-file (default: its only one)");
   auto* m = c->add_option("--messages", p.messages, "conversation JSON rendered by the chat template (no BOS added)");

@@ -26,7 +26,7 @@ void check_utf8(const std::string& text, const std::string& where) {
 }  // namespace
 
 std::string read_prompt_file(const std::string& path) {
-  std::string text = read_file(path, kMaxPromptBytes);
+  std::string text = read_input(path, kMaxPromptBytes);
   check_utf8(text, path);
   return text;
 }

@@ -11,7 +11,7 @@ namespace ember::contract {
 using nlohmann::json;
 
 ToolAllowlist ToolAllowlist::load(const std::string& path) {
-  const json doc = parse_json_strict(read_file(path, 16u << 20), path);
+  const json doc = parse_json_strict(read_input(path, 16u << 20), path);
   const auto errors = builtin_schema("tool-allowlist").validate(doc);
   if (!errors.empty()) fail(path, "not a valid tool allowlist (ember.tool-allowlist.v1): " + errors.front());
   ToolAllowlist a;
@@ -22,7 +22,7 @@ ToolAllowlist ToolAllowlist::load(const std::string& path) {
 
 PackReport check_pack(const std::string& pack_path, const ToolAllowlist& allow,
                       const PackLimits& limits, const TokenCounter* count_tokens) {
-  return check_pack_text(read_file(pack_path, 16u << 20), pack_path, allow, limits, count_tokens);
+  return check_pack_text(read_input(pack_path, 16u << 20), pack_path, allow, limits, count_tokens);
 }
 
 PackReport check_pack_text(const std::string& text, const std::string& pack_path,

@@ -180,7 +180,7 @@ DocumentCheck validate_document(const json& doc, std::string_view where) {
 }
 
 DocumentCheck validate_file(const std::string& path) {
-  const json doc = parse_json_strict(read_file(path, 64u << 20), path);
+  const json doc = parse_json_strict(read_input(path, 64u << 20), path);
   DocumentCheck check = validate_document(doc, path);
   if (check.errors.empty()) check.errors = receipt_evidence_mismatches(doc, path);
   return check;

@@ -145,7 +145,7 @@ std::vector<Message> parse_messages(const nlohmann::json& j, std::string_view wh
 }
 
 std::vector<Message> read_messages_file(const std::string& path) {
-  const nlohmann::json j = parse_json_strict(read_file(path, kMaxMessagesBytes), path, 16);
+  const nlohmann::json j = parse_json_strict(read_input(path, kMaxMessagesBytes), path, 16);
   if (j.is_object()) {
     StrictObject o(j, "", path);
     const nlohmann::json& arr = o.array("messages");

@@ -19,7 +19,7 @@ bool is_prompt_jsonl(const std::string& path) {
 }
 
 std::vector<PromptEntry> read_prompt_jsonl(const std::string& path) {
-  const std::string text = read_file(path, kMaxFileBytes);
+  const std::string text = read_input(path, kMaxFileBytes);
   if (text.empty()) fail_field(path, "entries", "at least one JSON line", "an empty file");
   std::vector<PromptEntry> out;
   std::set<std::string> ids;

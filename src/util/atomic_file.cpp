@@ -385,6 +385,21 @@ std::string read_file(const std::string& path, size_t max_bytes) {
   return read_all_and_close(fd, size, path);
 }
 
+std::string read_input(const std::string& path, size_t max_bytes) {
+  if (path != "-") return read_file(path, max_bytes);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    const ssize_t r = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) fail("(stdin)", "read error");
+    if (r == 0) return out;
+    if (out.size() + size_t(r) > max_bytes)
+      fail_field("(stdin)", "size", "at most " + std::to_string(max_bytes) + " bytes", "more");
+    out.append(buf, size_t(r));
+  }
+}
+
 bool path_exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;

@@ -116,6 +116,11 @@ class AtomicDirectory {
 void write_file_atomic(const std::string& path, std::string_view contents, bool force);
 // Reads a whole file; Error naming the path if missing or larger than max_bytes.
 std::string read_file(const std::string& path, size_t max_bytes = size_t(1) << 30);
+// read_file, or standard input when path is "-" (llama.cpp's and most tools' habit, for a
+// prompt, prompt file, messages or JSON document): read to its end, Error past max_bytes.
+// Only inputs a user names on the command line use it; a key or a state is never read from
+// a pipe whose origin nobody can check.
+std::string read_input(const std::string& path, size_t max_bytes);
 bool path_exists(const std::string& path);
 // Removes the temporaries ".<name>.tmp-<pid>-<n>" of a target path whose writers are dead
 // (lock free and pid gone, see above). A live writer's temporary is never touched.
