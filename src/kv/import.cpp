@@ -5,6 +5,21 @@
 
 namespace ember::kv {
 
+namespace {
+
+// What a person recognizes beside a model identity hash: the architecture and the weight types
+// the engine fingerprint records ("canonical-v1;weights=q8_0,f32;...").
+std::string model_summary(const SnapshotManifest& m) {
+  std::string s = m.model.architecture.empty() ? "?" : m.model.architecture;
+  const std::string& fp = m.numerics.engine_fingerprint;
+  const size_t w = fp.find("weights=");
+  if (w != std::string::npos) s += ", weights " + fp.substr(w + 8, fp.find(';', w) - (w + 8));
+  s += ", " + std::to_string(m.geometry.layers) + " layers";
+  return s;
+}
+
+}  // namespace
+
 void check_compatible(const SnapshotManifest& snapshot, const SnapshotManifest& target,
                       const std::string& where, bool allow_foreign) {
   const auto have = snapshot.target_fields();
@@ -14,8 +29,11 @@ void check_compatible(const SnapshotManifest& snapshot, const SnapshotManifest& 
   for (size_t i = 0; i < have.size(); ++i) {
     EMBER_CHECK(have[i].first == want[i].first);
     if (skip_numerics && have[i].first.rfind("numerics.", 0) == 0) continue;
-    if (have[i].second != want[i].second)
-      fail_field(where, have[i].first, want[i].second + " (target)", have[i].second + " (snapshot)");
+    if (have[i].second == want[i].second) continue;
+    if (have[i].first == "model.identity")  // a hash alone says nothing a person can act on
+      fail_field(where, have[i].first, want[i].second + " (target: " + model_summary(target) + ")",
+                 have[i].second + " (snapshot: " + model_summary(snapshot) + ")");
+    fail_field(where, have[i].first, want[i].second + " (target)", have[i].second + " (snapshot)");
   }
 }
 

@@ -114,7 +114,11 @@ TEST(SnapshotReplay, ImportRefusesAnotherModelAndTokenizerBeforeDecoding) {
     }
     return std::string();
   };
-  EXPECT_EQ(error_of(e8, q8.tok->identity()).rfind("snap: model.identity: expected " + q8.model->identity(), 0), 0u);
+  const std::string wrong_model = error_of(e8, q8.tok->identity());
+  EXPECT_EQ(wrong_model.rfind("snap: model.identity: expected " + q8.model->identity(), 0), 0u);
+  // Beside the hashes, what a person recognizes: architecture and weight types of each side.
+  EXPECT_NE(wrong_model.find("(target: llama, weights f16,q8_0, 5 layers)"), std::string::npos) << wrong_model;
+  EXPECT_NE(wrong_model.find("(snapshot: llama, weights f32, 5 layers)"), std::string::npos) << wrong_model;
   EXPECT_EQ(error_of(e32, std::string(64, 'f')).rfind("snap: tokenizer.identity: expected ffff", 0), 0u);
   EXPECT_EQ(error_of(e32, f32.tok->identity()), "");
 }
