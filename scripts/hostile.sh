@@ -268,7 +268,7 @@ hostile_store_fifo_hits() {
   else ok "store: get served a state whose hits counter is a FIFO"; fi
   # The same prompt as small-snap: kv replay --store finds it (a hit, not a recompute).
   out=$(timeout 20 "$EMBER" kv replay --model small.gguf --store "dir:$d/s" --prompt-file prompt-short.txt -n 1 \
-    --on-miss recompute 2>&1); rc=$?
+    --on-bad-state recompute 2>&1); rc=$?
   if ((rc == 124)); then broken "store: kv replay --store hung on a FIFO hits counter"
   elif ((rc != 0)) || [[ "$out" != *"store hit"* ]]; then broken "store: kv replay --store did not hit: $(tail -1 <<<"$out")"
   else ok "store: kv replay --store restored from a state whose hits counter is a FIFO"; fi

@@ -112,7 +112,7 @@ void Scheduler::admit(std::shared_ptr<Request> r, Sequence& s) {
   if (options_.store && restored < store_could) {
     try {
       store::PrefixRestore p = store::restore_longest_prefix(*options_.store, engine_, options_.tokenizer_identity,
-                                                            prompt, store::OnMiss::recompute);
+                                                            prompt, store::OnBadState::recompute);
       if (p.restored > restored) {
         s.cache = std::move(p.cache);
         restored = p.restored;
