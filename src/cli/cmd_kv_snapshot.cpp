@@ -18,7 +18,6 @@
 #include "gguf/arch.h"
 #include "kv/replay.h"
 #include "kv/state.h"
-#include "kv/state.h"
 #include "kv/strict_json.h"
 #include "model/engine.h"
 #include "store/prefix.h"
@@ -88,7 +87,7 @@ void add_export(CLI::App& kv) {
     ModelArgs m;
     PromptInput p;
     std::string output, boundary, sign;
-    bool force = false;
+    bool force = false, json = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = kv.add_subcommand("export", "Prefill a prompt and write its KV state as ember.kv-snapshot.v1");
@@ -98,6 +97,7 @@ void add_export(CLI::App& kv) {
   c->add_option("--boundary-logits", o->boundary,
                 "also write the boundary logits (f32 [vocab], not part of the snapshot) to FILE");
   c->add_flag("--force", o->force, "replace an existing snapshot / logits file");
+  c->add_flag("--json", o->json, "print what was written as JSON (seal, hashes, positions, resume token)");
   add_sign_flag(c, o->sign);
   c->callback([o] {
     for (const std::string& out : {o->output, o->boundary})
@@ -111,6 +111,14 @@ void add_export(CLI::App& kv) {
     kv::write_state_dir(r.snapshot, o->output, o->force);
     if (!o->boundary.empty()) write_f32(o->boundary, r.boundary_logits, o->force);
     const kv::SnapshotManifest& m = r.snapshot.manifest();
+    if (o->json) {
+      nlohmann::ordered_json j;
+      j["output"] = o->output;
+      j.update(kv::state_summary_json(m));
+      j["past_context"] = m.past_context;
+      std::fputs(kv::pretty_json(j).c_str(), stdout);
+      return;
+    }
     std::printf("%s: %d prefix tokens at positions [0, %d); resume token %d '%s' at position %lld\n",
                 printable(o->output).c_str(), m.geometry.positions, m.geometry.positions, int(m.resume.token),
                 piece_text(*l.tokenizer, m.resume.token).c_str(), static_cast<long long>(m.resume.position));

@@ -430,6 +430,18 @@ VerifyReport verify_snapshot(const std::string& dir, Accept accept, bool allow_f
   return r;
 }
 
+nlohmann::ordered_json state_summary_json(const SnapshotManifest& m) {
+  ordered_json j;
+  j["positions"] = m.geometry.positions;
+  j["resume"] = {{"token", m.resume.token}, {"position", m.resume.position}};
+  j["model_identity"] = m.model.identity;
+  j["prefix_sha256"] = m.prefix.sha256;
+  j["payload"] = {{"keys_sha256", m.keys.sha256}, {"values_sha256", m.values.sha256}};
+  j["seal"] = m.seal;
+  j["signer"] = m.signature ? ordered_json(m.signature->public_key) : ordered_json(nullptr);
+  return j;
+}
+
 nlohmann::ordered_json VerifyReport::to_json() const {
   ordered_json j;
   j["path"] = path;
@@ -442,9 +454,7 @@ nlohmann::ordered_json VerifyReport::to_json() const {
   }
   j["checks"] = cs;
   if (manifest_ok) {
-    j["positions"] = manifest.geometry.positions;
-    j["resume"] = {{"token", manifest.resume.token}, {"position", manifest.resume.position}};
-    j["model_identity"] = manifest.model.identity;
+    j.update(state_summary_json(manifest));
     if (foreign) j["foreign"] = foreign->to_json();
   }
   if (!ok) j["error"] = error;

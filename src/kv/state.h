@@ -176,6 +176,10 @@ VerifiedState open_state(const std::string& path, const ReadOptions& options = {
 // What open_state would dispatch to: "snapshot-dir", "kvc1" or "" (neither).
 std::string state_kind(const std::string& path);
 
+// What a script needs to name a state it wrote or verified: positions, resume, model identity,
+// prefix and payload hashes, the seal and the signer (`kv export --json`, `kv verify --json`).
+nlohmann::ordered_json state_summary_json(const SnapshotManifest& m);
+
 struct VerifyCheck {
   std::string name;    // "directory", "manifest", "payload.keys.bytes", ".sha256", ".finite"
   std::string status;  // "ok" | "failed" | "skipped"

@@ -71,5 +71,21 @@ TEST(StoreFirstHour, ShortStateSaysItCanNeverBeAPrefixHitAndComesBackByName) {
       << ls.out;
 }
 
+TEST(MachineReadable, KvExportJsonNamesWhatKvVerifyJsonChecks) {
+  const std::string m = q(shared_path(kModel));
+  const std::string dir = temp_dir("habits-json");
+  const CliRun ex = run_ember("kv export -m " + m + " -p 'Once upon a time' -o " + q(dir + "/snap") + " --json");
+  ASSERT_EQ(ex.rc, 0) << ex.out;
+  const nlohmann::json e = parse_report(ex);
+  const CliRun ve = run_ember("kv verify " + q(dir + "/snap") + " --json");
+  ASSERT_EQ(ve.rc, 0) << ve.out;
+  const nlohmann::json v = parse_report(ve);
+  EXPECT_EQ(e["output"], dir + "/snap");
+  EXPECT_EQ(e["positions"], 5);
+  EXPECT_EQ(e["seal"].get<std::string>().size(), 64u);
+  for (const char* key : {"seal", "positions", "resume", "model_identity", "prefix_sha256", "payload", "signer"})
+    EXPECT_EQ(e[key], v[key]) << key;
+}
+
 }  // namespace
 }  // namespace ember::test::llamacpp_habits_test
