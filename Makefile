@@ -32,11 +32,12 @@ bench: build
 # instrumented; with the precompiled headers and unity batches of the Release build (EMBER_PCH,
 # EMBER_UNITY in CMakeLists.txt; -Winvalid-pch with -Werror shows GCC uses the headers with
 # -fsanitize). Tests named Slow* are skipped here only, and the Python suite (it drives
-# the binary through torch, ~90 s, and its C++ paths are the ones the unit tests cover).
+# the binary through torch, ~90 s, and its C++ paths are the ones the unit tests cover), and
+# doc_commands (label docs: it checks the docs against the binary, which the Release run does).
 asan: deps
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=ON -DEMBER_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-asan -j $(JOBS)
-	@ctest --test-dir build-asan --output-on-failure -j $(JOBS) -LE 'slow|python' -E 'Slow\.'
+	@ctest --test-dir build-asan --output-on-failure -j $(JOBS) -LE 'slow|python|docs' -E 'Slow\.'
 
 clean:
 	rm -rf $(BUILD) build-asan

@@ -148,8 +148,8 @@ def blocks(text):
             while j > i and not lines[j - 1].strip():
                 j -= 1
             markers, k = [], i - 1
-            while k >= 0 and (not lines[k].strip() or MARKER.fullmatch(lines[k].strip())):
-                m = MARKER.fullmatch(lines[k].strip())
+            while k >= 0 and (not lines[k].strip() or MARKER.fullmatch(lines[k].rstrip())):
+                m = MARKER.fullmatch(lines[k].rstrip())
                 if m:
                     markers.append((k + 1, m.group(1)))
                 k -= 1
@@ -257,6 +257,39 @@ def substitute(text, env):
     return text
 
 
+class Help:
+    """`ember CMD --help`, cached: the flags every ember line names must be in it, so a synopsis
+    (which is not run) still cannot keep a renamed or removed flag."""
+
+    def __init__(self, ember):
+        self.ember, self.cache = ember, {}
+
+    def text(self, path):
+        key = tuple(path)
+        if key not in self.cache:
+            r = subprocess.run([self.ember, *path, '--help'], capture_output=True, text=True)
+            self.cache[key] = r.stdout
+        return self.cache[key]
+
+    def subcommands(self, path):
+        text = self.text(path)
+        part = text.split('Subcommands:', 1)[1] if 'Subcommands:' in text else ''
+        return set(re.findall(r'^  ([a-z][a-z0-9-]*)\b', part, re.M))
+
+    def unknown_flags(self, command):
+        """The --long flags of an ember line that its command's --help does not list."""
+        words = words_outside_quotes(command).split()[1:]
+        paths, i = [[]], 0
+        while i < len(words):
+            alts = words[i].split('|')
+            if not all(a in self.subcommands(paths[0]) for a in alts):
+                break
+            paths, i = [p + [a] for p in paths for a in alts], i + 1
+        flags = sorted(set(re.findall(r'(?<![\w-])--[a-z][a-z0-9-]*', ' '.join(words[i:]))))
+        return [f for f in flags if not any(
+            re.search(r'(?<![\w-])' + re.escape(f) + r'(?![\w-])', self.text(p)) for p in paths)]
+
+
 def make_fixtures(ember, env):
     fx = Path(env['fx'])
     fx.mkdir(parents=True)
@@ -340,6 +373,7 @@ def main():
         base_env['EMBER_REDIS_PASSWORD'] = env['redis_password']   # as the README exports it
     t0 = time.monotonic()
     failed, ran, skipped, counts = [], 0, [], {}
+    helps, flag_checked = Help(str(ember)), 0
     try:
         make_fixtures(str(ember), env)
         for f in files:
@@ -355,6 +389,13 @@ def main():
                     file_env[name] = value
                     c['assign'] += 1
                     continue
+                if cmd.text.split()[0] in ('ember', 'build/ember') and not cmd.text.startswith('ember:'):
+                    flag_checked += 1
+                    unknown = helps.unknown_flags(cmd.text)
+                    if unknown:
+                        code = 'flag ' + ', '.join(unknown) + ' not in --help'
+                        failed.append((cmd, cmd.text, code, ''))
+                        print(f'FAIL {rel}:{cmd.line}: {cmd.text}\n      {code}', flush=True)
                 if k != 'run':
                     c[k] += 1
                     continue
@@ -393,7 +434,8 @@ def main():
         else:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    print(f'\ndoc-commands: ran {ran}, passed {ran - len(failed)}, failed {len(failed)}, '
+    print(f'\ndoc-commands: ran {ran}, failed {len(failed)} (of those run, and of the '
+          f'{flag_checked} ember lines whose flags were checked against --help), '
           f'skipped {len(skipped)} ({time.monotonic() - t0:.0f} s)')
     for rel, c in counts.items():
         if any(c.values()):
