@@ -9,7 +9,8 @@ it is complete; it is counted, not run, when it is a synopsis: a `[...]` optiona
 `( ... )` group, an `A|B` alternative in argument position, or a `...`. `make demo|test|asan|
 bench` are not run (minutes each; CI runs them itself). Other lines (scripts, python3, curl,
 llama.cpp's tools) are counted as "other". `NAME=value` lines set a variable for the file's
-later commands (`M=../shared/models`).
+later commands (`M=../shared/models`). Every ember line, synopsis or not, must name only
+--flags that its command's `--help` lists, so a renamed flag cannot survive in a synopsis.
 
 Where: each doc file runs in its own scratch directory, in document order, with `ember` on
 PATH and `build/ember` beside it; `../shared` is the shared directory, as in a checkout. The
@@ -103,6 +104,10 @@ FIXTURES = [
 
 LONG_MAKE = {'demo', 'test', 'asan', 'bench'}
 MARKER = re.compile(r'<!--\s*doc-test:\s*(.*?)\s*-->')
+
+
+class BadDoc(Exception):
+    """A marker that is malformed or picks no command: exit 2, as bad input."""
 
 
 @dataclass
@@ -207,7 +212,7 @@ def parse_marker(body, where):
     m = re.fullmatch(r'sub "([^"]*)" "([^"]*)": (.+)', body)
     if m:
         return ('sub', m.group(1), (m.group(1), m.group(2)))
-    raise SystemExit(f'doc-commands: {where}: expected a marker "exit N [\\"S\\"]", '
+    raise BadDoc(f'doc-commands: {where}: expected a marker "exit N [\\"S\\"]", '
                      f'"skip [\\"S\\"]: REASON" or "sub \\"OLD\\" \\"NEW\\": REASON", found "{body}"')
 
 
@@ -220,7 +225,7 @@ def commands(path, rel):
         for ln, (what, needle, value) in parsed:
             hits = [c for c in cmds if needle is None or needle in c[1]]
             if not hits:
-                raise SystemExit(f'doc-commands: {rel}:{ln}: marker names "{needle}", '
+                raise BadDoc(f'doc-commands: {rel}:{ln}: marker names "{needle}", '
                                  f'found in no command of the block at line {first}')
         for n, text, _ in cmds:
             c = Cmd(rel, n, text)
@@ -333,6 +338,20 @@ def start_redis(scratch, env):
     return None
 
 
+def run(text, cwd, env, timeout):
+    """(exit status or 'timeout after S s', stdout+stderr, seconds) of one command in bash."""
+    start = time.monotonic()
+    try:
+        r = subprocess.run(['bash', '-c', text], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           errors='replace', timeout=timeout)
+        code, out = r.returncode, r.stdout
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors='replace') if isinstance(e.stdout, bytes) else (e.stdout or '')
+        code = f'timeout after {timeout:.0f} s'
+    return code, out, time.monotonic() - start
+
+
 def head(text, n=6):
     lines = text.strip().split('\n')
     return '\n'.join('      | ' + l[:200] for l in lines[:n]) + ('\n      | ...' if len(lines) > n else '')
@@ -373,7 +392,7 @@ def main():
         base_env['EMBER_REDIS_PASSWORD'] = env['redis_password']   # as the README exports it
     t0 = time.monotonic()
     failed, ran, skipped, counts = [], 0, [], {}
-    helps, flag_checked = Help(str(ember)), 0
+    helps, flag_checked, flag_failed = Help(str(ember)), 0, 0
     try:
         make_fixtures(str(ember), env)
         for f in files:
@@ -393,9 +412,10 @@ def main():
                     flag_checked += 1
                     unknown = helps.unknown_flags(cmd.text)
                     if unknown:
-                        code = 'flag ' + ', '.join(unknown) + ' not in --help'
-                        failed.append((cmd, cmd.text, code, ''))
-                        print(f'FAIL {rel}:{cmd.line}: {cmd.text}\n      {code}', flush=True)
+                        why = ', '.join(unknown) + ': not in its --help'
+                        failed.append((cmd, why))
+                        flag_failed += 1
+                        print(f'FAIL {rel}:{cmd.line}: {cmd.text}\n      {why}', flush=True)
                 if k != 'run':
                     c[k] += 1
                     continue
@@ -405,26 +425,19 @@ def main():
                 if cmd.skip:
                     skipped.append(cmd)
                     continue
-                run_cwd = root if text.startswith('make') else cwd
-                start = time.monotonic()
-                try:
-                    r = subprocess.run(['bash', '-c', text], cwd=run_cwd, env=file_env,
-                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, text=True, errors='replace',
-                                       timeout=a.timeout)
-                    code, out = r.returncode, r.stdout
-                except subprocess.TimeoutExpired as e:
-                    out = e.stdout.decode(errors='replace') if isinstance(e.stdout, bytes) else (e.stdout or '')
-                    code = f'timeout after {a.timeout:.0f} s'
-                secs = time.monotonic() - start
+                code, out, secs = run(text, root if text.startswith('make') else cwd,
+                                      file_env, a.timeout)
                 ran += 1
                 c['run'] += 1
                 ok = code == cmd.expect
                 if a.verbose or not ok:
                     print(f'{"ok  " if ok else "FAIL"} {secs:5.1f}s {rel}:{cmd.line}: {text}', flush=True)
                 if not ok:
-                    failed.append((cmd, text, code, out))
+                    failed.append((cmd, f'exit {code}, expected {cmd.expect}: {text}'))
                     print(f'      exit {code}, expected {cmd.expect}\n{head(out)}', flush=True)
+    except BadDoc as e:
+        print(e, file=sys.stderr)
+        return 2
     finally:
         if redis is not None:
             redis.terminate()
@@ -434,9 +447,10 @@ def main():
         else:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    print(f'\ndoc-commands: ran {ran}, failed {len(failed)} (of those run, and of the '
-          f'{flag_checked} ember lines whose flags were checked against --help), '
-          f'skipped {len(skipped)} ({time.monotonic() - t0:.0f} s)')
+    run_failed = len(failed) - flag_failed
+    print(f'\ndoc-commands: ran {ran}, passed {ran - run_failed}, failed {run_failed}, '
+          f'skipped {len(skipped)}; flags of {flag_checked} ember lines checked against --help, '
+          f'unknown in {flag_failed} ({time.monotonic() - t0:.0f} s)')
     for rel, c in counts.items():
         if any(c.values()):
             print(f'  {rel}: ran {c["run"]}, synopsis lines {c["synopsis"]}, '
@@ -444,8 +458,8 @@ def main():
                                                    if c['long-make'] else ''))
     for cmd in skipped:
         print(f'  skipped {cmd.file}:{cmd.line}: {cmd.text[:100]} ({cmd.skip})')
-    for cmd, text, code, out in failed:
-        print(f'  FAILED {cmd.file}:{cmd.line}: exit {code}, expected {cmd.expect}: {text}')
+    for cmd, why in failed:
+        print(f'  FAILED {cmd.file}:{cmd.line}: {why}')
     return 1 if failed else 0
 
 
