@@ -84,7 +84,7 @@ void register_synth(CLI::App& model) {
                                             "built-in byte-level tokenizer");
   struct Args {
     gguf::SynthSpec spec;
-    std::string preset, type = "f32", out, derive_from;
+    std::string preset, type = "f32", out, derive_from, outliers;
     int64_t share_layers = -1;
     bool force = false;
   };
@@ -115,6 +115,9 @@ void register_synth(CLI::App& model) {
   auto* derive = cmd->add_option("--derive-from", a->derive_from,
                                  "Base GGUF: keep its embeddings and layers < --share-layers byte for byte, "
                                  "re-draw the rest (same geometry and types)");
+  auto* outliers = cmd->add_option("--outliers", a->outliers,
+                                   "K outlier pairs and a BOS attention sink: pairs=N,scale=S[,sink=G] or sink=G "
+                                   "(docs/formats/gguf.md)");
   auto* share = cmd->add_option("--share-layers", a->share_layers, "With --derive-from: the layers kept (s)");
   cmd->add_option("--seed", s.seed, "random seed")->required()->check(seed_value());
   s.pre_tokenizer = "bloom";  // the command's default: a file llama.cpp loads too
@@ -128,7 +131,7 @@ void register_synth(CLI::App& model) {
     if (derive->count() || share->count()) {
       if (!derive->count() || !share->count())
         fail_field("synth", derive->count() ? "--share-layers" : "--derive-from", "given with the other", "missing");
-      for (const CLI::Option* o : {arch, layers, hidden, heads, kv, hd, ffn, vocab, ctx, theta, bias, qkn, tied, type})
+      for (const CLI::Option* o : {arch, layers, hidden, heads, kv, hd, ffn, vocab, ctx, theta, bias, qkn, tied, type, outliers})
         if (o->count()) fail_field("synth", o->get_name(), "not given with --derive-from (the base fixes it)", "given");
       if (!a->preset.empty()) fail_field("synth", "--preset", "not given with --derive-from", "'" + a->preset + "'");
       const gguf::GgufFile base = gguf::GgufFile::open(a->derive_from);
@@ -166,6 +169,7 @@ void register_synth(CLI::App& model) {
           fail_field("synth", o->get_name(), "a value (or --preset)", "nothing");
     }
     spec.type = parse_target(a->type, true);
+    if (outliers->count()) spec.outliers = gguf::OutlierSpec::parse(a->outliers);
     std::vector<gguf::SynthTensorNote> fallbacks;
     const gguf::GgufWriter w = gguf::synth_model(spec, &fallbacks);
     for (const auto& f : fallbacks)

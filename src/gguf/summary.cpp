@@ -60,6 +60,7 @@ ModelSummary summarize(const GgufFile& f) {
   s.bos = f.get_int_or("tokenizer.ggml.bos_token_id", -1);
   s.eos = f.get_int_or("tokenizer.ggml.eos_token_id", -1);
   s.file_type = f.get_int_or("general.file_type", -1);
+  s.synth_outliers = f.get_string_or("ember.synth.outliers", "");
   for (const TensorInfo& t : f.tensors()) {
     s.tensors.push_back({t.name, type_name(uint32_t(t.type)), t.shape, t.n_bytes});
     s.tensor_bytes += t.n_bytes;
@@ -95,6 +96,7 @@ nlohmann::ordered_json summary_json(const ModelSummary& s) {
                     {"bos", s.bos},
                     {"eos", s.eos}};
   j["file_type"] = s.file_type;
+  if (!s.synth_outliers.empty()) j["synth_outliers"] = s.synth_outliers;  // only when present: older pins hold
   j["tensor_bytes"] = s.tensor_bytes;
   nlohmann::ordered_json ts = nlohmann::ordered_json::array();
   for (const auto& t : s.tensors)
@@ -133,6 +135,8 @@ std::string summary_text(const ModelSummary& s, bool with_tensors) {
        s.tokenizer_model.empty() ? "none" : P(s.tokenizer_model),
        s.tokenizer_pre.empty() ? "-" : P(s.tokenizer_pre), (long long)s.tokenizer_size,
        (long long)s.bos, (long long)s.eos);
+  if (!s.synth_outliers.empty())
+    line("synthetic:    K outliers and sink %s (ember.synth.outliers)", P(s.synth_outliers));
   std::map<std::string, int> counts;
   for (const auto& t : s.tensors) counts[printable(t.type)]++;
   std::string types;

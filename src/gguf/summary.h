@@ -31,6 +31,8 @@ struct ModelSummary {
   std::string tokenizer_model, tokenizer_pre;
   int64_t tokenizer_size = 0, bos = -1, eos = -1;
   int64_t file_type = -1;
+  // `model synth --outliers`: the spec (ember.synth.outliers), "" when the file has none.
+  std::string synth_outliers;
   struct Tensor {
     std::string name, type;
     std::vector<uint64_t> shape;

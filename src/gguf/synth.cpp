@@ -211,6 +211,7 @@ SynthSpec resolve_synth_spec(SynthSpec s) {
     fail_field(kWhere, "--type", "f32, f16, q8_0, q4_0, q4_k or q6_k",
                type_name(uint32_t(s.type)));
   if (s.name.empty()) s.name = "ember-synth-" + s.arch + "-s" + std::to_string(s.seed);
+  if (s.outliers.active()) plan_outliers(s);  // checks the geometry can hold it
   return s;
 }
 
@@ -231,24 +232,27 @@ GgufWriter synth_model(const SynthSpec& spec_in, std::vector<SynthTensorNote>* f
   w.set_u32("general.file_type", llama_file_type(s.type));
   if (traits(s.type).block_elems > 1) w.set_u32("general.quantization_version", 2);
   w.set_u64("ember.synth.seed", s.seed);
+  if (s.outliers.active()) w.set_string("ember.synth.outliers", s.outliers.text());
   if (s.ffn_activation != "swiglu") w.set_string("ember.toy.ffn_activation", s.ffn_activation);
   if (s.norm != "rmsnorm") w.set_string("ember.toy.norm", s.norm);
   write_synth_tokenizer(w, s.vocab, s.pre_tokenizer);
 
   auto spec = std::make_shared<const SynthSpec>(s);
+  auto plan = s.outliers.active() ? std::make_shared<const OutlierPlan>(plan_outliers(s)) : nullptr;
   for (Planned& t : plan_tensors(s)) {
     const TensorType to =
         converts_tensor(t.shape) ? storage_type(s.type, t.shape[0]) : TensorType::F32;
     if (fallbacks && converts_tensor(t.shape) && to != s.type) fallbacks->push_back({t.name, to});
     auto planned = std::make_shared<const Planned>(t);
     const std::vector<uint64_t> shape = t.shape;
-    w.add_tensor(t.name, shape, to, [spec, planned, to](ByteSink& out) {
+    w.add_tensor(t.name, shape, to, [spec, plan, planned, to](ByteSink& out) {
       const int64_t n = int64_t(planned->shape[0]);
       const uint64_t rows = planned->shape.size() > 1 ? planned->shape[1] : 1;
       std::vector<float> row(static_cast<size_t>(n));
       std::vector<uint8_t> scratch;
       for (uint64_t r = 0; r < rows; ++r) {
         fill_row(*spec, *planned, r, row.data());
+        if (plan) shape_outlier_row(*plan, planned->name, r, n, row.data());
         encode_row(to, row.data(), n, scratch, out);
       }
     });

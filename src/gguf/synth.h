@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf/synth_outliers.h"
 #include "gguf/types.h"
 #include "gguf/writer.h"
 
@@ -38,6 +39,9 @@ struct SynthSpec {
   // "ember-bytes" so that the files tests pin (Synth.PinnedBytesAcrossMachines, the GGUF fuzz
   // seeds) and every identity derived from them are unchanged.
   std::string pre_tokenizer = "ember-bytes";
+  // K outlier pairs and a BOS attention sink (gguf/synth_outliers.h), recorded as the
+  // ember.synth.outliers key; inactive by default (the files written before are unchanged).
+  OutlierSpec outliers;
 };
 
 // The real geometries: qwen2.5-0.5b, qwen2.5-1.5b, llama-3.2-1b, qwen3-0.6b (Error otherwise).
