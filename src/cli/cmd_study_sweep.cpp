@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/commands.h"
 #include "cli/limits.h"
 #include "cli/map_commands.h"
 #include "cli/model_loader.h"
@@ -38,7 +39,7 @@ void register_sweep_command(CLI::App& study) {
                 "affine (affine maps, L2 anchor toward the identity; default) | ridge (plain ridge, the ridge pilot)")
       ->check(CLI::IsMember({"affine", "ridge"}));
   c->add_option("--greedy-steps", o->greedy_steps, "Greedy steps compared")->check(CLI::Range(1, 256));
-  c->add_option("--repeats", o->timing_repeats, "Timing repeats per prompt (min taken)")->check(CLI::Range(1, 100));
+  c->add_option("--repeats", o->timing_repeats, "Timing repeats per prompt (the median is taken)")->check(CLI::Range(1, 100));
   add_threads_option(c, o->threads);
   c->add_option("--label", o->label,
                 "quantization-boundary | same-base | cross-model, as map fit --relation (default: "
@@ -51,7 +52,13 @@ void register_sweep_command(CLI::App& study) {
       ->delimiter(',');
   auto budget = std::make_shared<std::string>();
   c->add_option("--fidelity-budget", *budget,
-                "Choose the cheapest boundary meeting kl<=X | rel<=X | agreement>=X on calibration prompts");
+                "Choose the fastest boundary meeting kl<=X | rel<=X | agreement>=X on calibration prompts, "
+                "only if faster than the target's full prefill (else exit 1 saying so)");
+  auto ttft_case = std::make_shared<std::string>("with-source");
+  c->add_option("--ttft-case", *ttft_case,
+                "The TTFT the budget's choice is timed by: handoff (the source state in memory) | with-source "
+                "(plus the source's prefill) | stored (plus loading the stored source state)")
+      ->capture_default_str();
   c->add_option("--budget-prompts", o->budget_prompts, "Calibration prompts the budget is judged on")
       ->check(CLI::Range(1, 100000));
   c->add_flag("--budget-in-sample", o->budget_in_sample,
@@ -80,6 +87,9 @@ void register_sweep_command(CLI::App& study) {
       if (opts.prompts.empty()) fail_field("study sweep", "prompts", "at least one non-empty prompt", "none");
     }
     if (!budget->empty()) opts.budget = map::FidelityBudget::parse(*budget, "study sweep");
+    opts.ttft_case = map::parse_ttft_case(*ttft_case, "study sweep");
+    if (opts.ttft_case == map::TtftCase::stored && *no_stored)
+      fail_field("study sweep", "--ttft-case", "handoff or with-source with --no-stored-timing", "stored");
     // The source snapshots for the stored-state timing live in a scratch directory, removed here.
     std::string scratch;
     if (!*no_stored) {
@@ -103,6 +113,9 @@ void register_sweep_command(CLI::App& study) {
                                                                         {"prompts", prompts->prompts},
                                                                         {"prompt ids", prompts->prompt_ids}})),
                                                    *force);
+    // The reports are written; a budget that no boundary meets faster than the full prefill
+    // is a check that failed (exit 1), so a script does not take a boundary it should not.
+    if (!r.recommends_boundary()) throw CheckFailed{"study sweep: " + r.choice["verdict"].get<std::string>()};
   });
 }
 

@@ -65,6 +65,15 @@ std::string fmt3(double v) {
   return b;
 }
 
+// The median of a few timings (the mean of the middle two when even): what a run typically
+// takes, which a minimum over a shared machine's runs is not.
+double median(std::vector<double> v) {
+  EMBER_CHECK(!v.empty());
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
 std::string fmte(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3e", v);
@@ -199,8 +208,8 @@ SweepResult run_sweep(const SweepOptions& o) {
   const int G = src.config().n_kv_heads, D = src.config().head_dim, E = src.config().n_embd;
 
   // The source's prefill of a prompt's prefix: its cache, its residual entering every layer
-  // boundary, the boundary logits, and (over the repeats, min) the seconds from the start at
-  // which the residual reached each boundary (on_residual fires before the layer runs).
+  // boundary, the boundary logits, and (over the repeats, median) the seconds from the start
+  // at which the residual reached each boundary (on_residual fires before the layer runs).
   struct SourceRun {
     model::KvCache cache;
     std::vector<std::vector<float>> residual;  // [boundary 0..L][n][E]
@@ -209,7 +218,7 @@ SweepResult run_sweep(const SweepOptions& o) {
   };
   auto source_prefill = [&](std::span<const int32_t> prefix, int cap, int reps) {
     SourceRun run;
-    run.seconds_to.assign(size_t(L + 1), std::numeric_limits<double>::infinity());
+    std::vector<std::vector<double>> times(size_t(L + 1));
     for (int r = 0; r < reps; ++r) {
       std::vector<std::vector<float>> residual(size_t(L + 1));
       std::vector<double> t(size_t(L + 1), 0.0);
@@ -221,33 +230,119 @@ SweepResult run_sweep(const SweepOptions& o) {
       };
       model::KvCache c = src.new_cache(cap);
       std::vector<float> logits = src.forward(c, prefix, &hooks);
-      for (int b = 0; b <= L; ++b) run.seconds_to[size_t(b)] = std::min(run.seconds_to[size_t(b)], t[size_t(b)]);
+      for (int b = 0; b <= L; ++b) times[size_t(b)].push_back(t[size_t(b)]);
       run.cache = std::move(c);
       run.residual = std::move(residual);
       run.logits = std::move(logits);
     }
+    for (int b = 0; b <= L; ++b) run.seconds_to.push_back(median(times[size_t(b)]));
     return run;
   };
 
-  // The choice: every configuration's fidelity on the first budget_prompts calibration prompts.
+  // The target's full prefill of a whole prompt (the reference): median seconds over the
+  // repeats, its logits and cache.
+  auto full_prefill = [&](const std::vector<int32_t>& p, int cap, std::vector<float>& logits, model::KvCache& cache) {
+    std::vector<double> t;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = Clock::now();
+      model::KvCache c = tgt.new_cache(cap);
+      std::vector<float> l = tgt.forward(c, p);
+      t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      logits = std::move(l);
+      cache = std::move(c);
+    }
+    return median(t);
+  };
+
+  // One configuration's handoff and first decode: median seconds over the repeats, its logits
+  // and cache (the same bits every repeat).
+  auto handoff = [&](const Config& cf, const SourceRun& sr, std::span<const int32_t> prefix, int32_t last, int cap,
+                     std::vector<float>& logits, model::KvCache& cache, AnchorReport& report) {
+    std::vector<double> t;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = Clock::now();
+      model::KvCache c = anchor_handoff(tgt, src.config(), cf.mapper, sr.cache, prefix,
+                                        cf.a < L ? sr.residual[size_t(cf.a)].data() : nullptr, s, cf.a, cap, &report);
+      std::vector<float> l = tgt.forward(c, std::span<const int32_t>(&last, 1));
+      t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      logits = std::move(l);
+      cache = std::move(c);
+    }
+    return median(t);
+  };
+
+  // The stored source state: written once (untimed), read back (timed, median over the
+  // repeats), removed. Returns {snapshot seconds, residual seconds}.
+  const bool stored = !o.work_dir.empty();
+  if (o.budget.active() && o.ttft_case == TtftCase::stored && !stored)
+    fail_field(where, "--ttft-case", "handoff or with-source when the stored state is not timed", "stored");
+  auto stored_load = [&](const std::string& base, std::span<const int32_t> prefix, const SourceRun& sr) {
+    const int n = int(prefix.size());
+    kv::KvState st;
+    kv::SnapshotManifest& m = st.manifest;
+    m = target_coordinates(src, src_tok->identity());
+    m.prefix.tokens.assign(prefix.begin(), prefix.end());
+    m.resume.token = first_argmax(sr.logits.data(), int(sr.logits.size()));
+    m.resume.position = n;
+    st.cache = model::KvCache(L, G, D, n);
+    st.cache.n_pos = n;
+    st.cache.copy_prefix(sr.cache, n);
+    kv::write_state_dir(kv::seal(std::move(st), where), base + ".snapshot", true);
+    const std::vector<float>& rows_at_s = sr.residual[size_t(s)];  // every boundary's rows have this size
+    write_file_atomic(base + ".residual.f32",
+                      std::string_view(reinterpret_cast<const char*>(rows_at_s.data()), rows_at_s.size() * sizeof(float)), true);
+    std::vector<double> snap, resid;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = Clock::now();
+      const kv::VerifiedState sd = kv::read_state_dir(base + ".snapshot");
+      const auto t1 = Clock::now();
+      uint64_t size = 0;
+      const int fd = open_regular_file(base + ".residual.f32", &size);
+      const std::string bytes = read_all_and_close(fd, size, base + ".residual.f32");
+      const auto t2 = Clock::now();
+      if (sd.cache().n_pos != n || bytes.size() != rows_at_s.size() * sizeof(float))
+        fail(where, "the stored source state read back differs in size from what was written");
+      snap.push_back(std::chrono::duration<double>(t1 - t0).count());
+      resid.push_back(std::chrono::duration<double>(t2 - t1).count());
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(base + ".snapshot", ec);
+    std::filesystem::remove(base + ".residual.f32", ec);
+    return std::pair<double, double>{median(snap), median(resid)};
+  };
+  // What a configuration adds to its handoff in the two other cases: the source's prefill up
+  // to the boundary it reads (K/V of layers [0, a), the residual at a), or loading them.
+  auto source_seconds = [&](const Config& cf, const SourceRun& sr) { return cf.a == 0 ? 0.0 : sr.seconds_to[size_t(cf.a)]; };
+  auto load_seconds = [&](const Config& cf, std::pair<double, double> load) {
+    return (cf.a > 0 ? load.first : 0.0) + (cf.a > 0 && cf.a < L ? load.second : 0.0);
+  };
+
+  // The choice: every configuration's fidelity and TTFT on the first budget_prompts calibration
+  // prompts, beside the target's full prefill timed the same way in the same run.
   std::vector<BudgetCandidate> candidates;
+  double budget_full = 0;
   if (o.budget.active()) {
     candidates.resize(configs.size() + 1);
     Progress progress("sweep: budget", int64_t(budget_hashes.size()), "prompts");
+    int budget_index = 0;
     for (const std::string& bh : budget_hashes) {
       const std::vector<int32_t>& p = *by_hash.at(bh);
       const int P = int(p.size());
-      model::KvCache ref_cache = tgt.new_cache(P + 1);
-      const std::vector<float> ref = tgt.forward(ref_cache, p);
+      std::vector<float> ref;
+      model::KvCache ref_cache;
+      const double full_seconds = full_prefill(p, P + 1, ref, ref_cache);
+      budget_full += full_seconds;
       const std::span<const int32_t> prefix(p.data(), size_t(P - 1));
-      SourceRun sr = source_prefill(prefix, P, 1);
+      const SourceRun sr = source_prefill(prefix, P, repeats);
+      const std::pair<double, double> load =
+          stored ? stored_load(o.work_dir + "/budget-" + std::to_string(budget_index), prefix, sr) : std::pair{0.0, 0.0};
       const int32_t last = p[size_t(P - 1)];
       for (size_t ci = 0; ci < configs.size(); ++ci) {
         const Config& cf = configs[ci];
         AnchorReport report;
-        model::KvCache c = anchor_handoff(tgt, src.config(), cf.mapper, sr.cache, prefix,
-                                          cf.a < L ? sr.residual[size_t(cf.a)].data() : nullptr, s, cf.a, P + 1, &report);
-        const std::vector<float> l = tgt.forward(c, std::span<const int32_t>(&last, 1));
+        std::vector<float> l;
+        model::KvCache c;
+        const double t = handoff(cf, sr, prefix, last, P + 1, l, c, report);
         const LogitComparison cmp = compare_logits(l.data(), ref.data(), int(ref.size()));
         BudgetCandidate& bc = candidates[ci];
         bc.config = cf.name;
@@ -258,17 +353,23 @@ SweepResult run_sweep(const SweepOptions& o) {
         bc.agree += cmp.same_argmax;
         bc.sum_kl += cmp.kl;
         bc.sum_rel += cmp.rel_l2;
+        bc.ttft_handoff += t;
+        bc.ttft_with_source += source_seconds(cf, sr) + t;
+        bc.ttft_stored += load_seconds(cf, load) + t;
       }
       BudgetCandidate& full = candidates.back();
       full.config = "full-prefill";
       full.a = 0;
       ++full.comparisons;
       ++full.agree;
+      full.ttft_handoff += full_seconds;
+      full.ttft_with_source += full_seconds;
+      full.ttft_stored += full_seconds;
+      ++budget_index;
       progress.step();
     }
   }
 
-  const bool stored = !o.work_dir.empty();
   Progress progress("sweep eval", int64_t(split.eval.size()), "prompts");
   int prompt_index = 0;
   for (const std::string& h : split.eval) {
@@ -276,77 +377,24 @@ SweepResult run_sweep(const SweepOptions& o) {
     const int P = int(p.size());
     const int cap = P + o.greedy_steps + 1;
     // Reference: the target's full prefill (timed) and its greedy continuation.
-    double best = std::numeric_limits<double>::infinity();
     std::vector<float> ref;
     model::KvCache ref_cache;
-    for (int r = 0; r < repeats; ++r) {
-      const auto t0 = Clock::now();
-      model::KvCache c = tgt.new_cache(cap);
-      std::vector<float> l = tgt.forward(c, p);
-      best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-      ref = std::move(l);
-      ref_cache = std::move(c);
-    }
-    full_ttft += best;
+    full_ttft += full_prefill(p, cap, ref, ref_cache);
     const std::vector<int32_t> ref_seq = greedy(tgt, ref_cache, ref, o.greedy_steps);
 
     const std::span<const int32_t> prefix(p.data(), size_t(P - 1));
     const SourceRun sr = source_prefill(prefix, P, repeats);
     const int32_t last = p[size_t(P - 1)];
     const double n_prefix = double(P - 1);
-
-    // The stored source state: written once (untimed), read back (timed, min over repeats).
-    double load_snapshot = 0, load_residual = 0;
-    if (stored) {
-      const std::string base = o.work_dir + "/source-" + std::to_string(prompt_index);
-      kv::KvState st;
-      kv::SnapshotManifest& m = st.manifest;
-      m = target_coordinates(src, src_tok->identity());
-      m.prefix.tokens.assign(prefix.begin(), prefix.end());
-      m.resume.token = first_argmax(sr.logits.data(), int(sr.logits.size()));
-      m.resume.position = P - 1;
-      st.cache = model::KvCache(L, G, D, P - 1);
-      st.cache.n_pos = P - 1;
-      st.cache.copy_prefix(sr.cache, P - 1);
-      kv::write_state_dir(kv::seal(std::move(st), where), base + ".snapshot", true);
-      const std::vector<float>& rows_at_s = sr.residual[size_t(s)];  // every boundary's rows have this size
-      write_file_atomic(base + ".residual.f32",
-                        std::string_view(reinterpret_cast<const char*>(rows_at_s.data()), rows_at_s.size() * sizeof(float)), true);
-      load_snapshot = load_residual = std::numeric_limits<double>::infinity();
-      for (int r = 0; r < repeats; ++r) {
-        const auto t0 = Clock::now();
-        const kv::VerifiedState sd = kv::read_state_dir(base + ".snapshot");
-        const auto t1 = Clock::now();
-        uint64_t size = 0;
-        const int fd = open_regular_file(base + ".residual.f32", &size);
-        const std::string bytes = read_all_and_close(fd, size, base + ".residual.f32");
-        const auto t2 = Clock::now();
-        if (sd.cache().n_pos != P - 1 || bytes.size() != rows_at_s.size() * sizeof(float))
-          fail(where, "the stored source state read back differs in size from what was written");
-        load_snapshot = std::min(load_snapshot, std::chrono::duration<double>(t1 - t0).count());
-        load_residual = std::min(load_residual, std::chrono::duration<double>(t2 - t1).count());
-      }
-      std::error_code ec;
-      std::filesystem::remove_all(base + ".snapshot", ec);
-      std::filesystem::remove(base + ".residual.f32", ec);
-    }
+    const std::pair<double, double> load =
+        stored ? stored_load(o.work_dir + "/source-" + std::to_string(prompt_index), prefix, sr) : std::pair{0.0, 0.0};
 
     for (size_t ci = 0; ci < configs.size(); ++ci) {
       const Config& cf = configs[ci];
-      double t_best = std::numeric_limits<double>::infinity();
       std::vector<float> logits;
       model::KvCache cache;
       AnchorReport report;
-      for (int r = 0; r < repeats; ++r) {
-        const auto t0 = Clock::now();
-        model::KvCache c = anchor_handoff(tgt, src.config(), cf.mapper, sr.cache, prefix,
-                                          cf.a < L ? sr.residual[size_t(cf.a)].data() : nullptr,
-                                          s, cf.a, cap, &report);
-        std::vector<float> l = tgt.forward(c, std::span<const int32_t>(&last, 1));
-        t_best = std::min(t_best, std::chrono::duration<double>(Clock::now() - t0).count());
-        logits = std::move(l);
-        cache = std::move(c);
-      }
+      const double t_med = handoff(cf, sr, prefix, last, cap, logits, cache, report);
       SweepRow& row = rows[ci];
       row.config = cf.name;
       row.s = s;
@@ -362,15 +410,14 @@ SweepResult run_sweep(const SweepOptions& o) {
       row.max_rel_err = std::max(row.max_rel_err, cmp.rel_l2);
       row.mean_kl += cmp.kl;
       if (!(cmp.kl <= row.max_kl)) row.max_kl = cmp.kl;  // a NaN propagates
-      row.ttft_seconds += t_best;
-      // What the handoff reads from the source: K/V of layers [0, a), the residual at a.
+      row.ttft_seconds += t_med;
       const bool needs_residual = cf.a > 0 && cf.a < L;
-      const double src_seconds = cf.a == 0 ? 0.0 : sr.seconds_to[size_t(cf.a)];
-      const double load = (cf.a > 0 ? load_snapshot : 0.0) + (needs_residual ? load_residual : 0.0);
+      const double src_seconds = source_seconds(cf, sr);
+      const double load_s = load_seconds(cf, load);
       row.source_prefill_seconds += src_seconds;
-      row.load_seconds += load;
-      row.ttft_with_source_seconds += src_seconds + t_best;
-      row.ttft_stored_seconds += load + t_best;
+      row.load_seconds += load_s;
+      row.ttft_with_source_seconds += src_seconds + t_med;
+      row.ttft_stored_seconds += load_s + t_med;
       row.handoff_bytes += n_prefix * (double(cf.a) * G * D * 2 * 2 + (needs_residual ? double(E) * 4 : 0.0));
       const std::vector<int32_t> seq = greedy(tgt, cache, logits, o.greedy_steps);
       int match = 0;
@@ -401,26 +448,11 @@ SweepResult run_sweep(const SweepOptions& o) {
   }
   res.stored_measured = stored;
   if (o.budget.active()) {
-    const int pick = choose_cheapest(candidates, o.budget);  // the full prefill always meets it
-    nlohmann::json cj = nlohmann::json::array();
-    for (const BudgetCandidate& c : candidates) cj.push_back(c.to_json());
-    const SweepRow& held = rows[size_t(pick < 0 ? int(rows.size()) - 1 : pick)];
-    res.choice = {{"budget", o.budget.text()},
-                  {"judged_on", std::to_string(budget_hashes.size()) +
-                                    (o.budget_in_sample ? " calibration prompts the mapper was fitted on (in sample)"
-                                                        : " calibration prompts withheld from the fit")},
-                  {"cost_order", "prefill work saved (weight MACs), then mapping work: deterministic"},
-                  {"candidates", cj},
-                  {"chosen", {{"config", held.config}, {"a", held.a}, {"index", pick}}},
-                  {"calibration", pick < 0 ? nlohmann::json() : candidates[size_t(pick)].to_json()},
-                  {"held_out", {{"comparisons", held.comparisons}, {"agree", held.agree},
-                                {"agreement", held.comparisons ? double(held.agree) / double(held.comparisons) : 0.0},
-                                {"mean_kl", held.mean_kl}, {"mean_rel_logit_error", held.mean_rel_err},
-                                {"greedy_exact", held.greedy_exact},
-                                {"ttft_ratio_vs_full_prefill", held.ttft_ratio},
-                                {"ttft_with_source_ratio", held.ttft_with_source_ratio},
-                                {"ttft_stored_ratio", stored ? nlohmann::json(held.ttft_stored_ratio) : nlohmann::json()},
-                                {"prefill_work_saved", held.prefill_work_saved}}}};
+    const std::string judged_on =
+        std::to_string(budget_hashes.size()) + (o.budget_in_sample ? " calibration prompts the mapper was fitted on (in sample)"
+                                                                   : " calibration prompts withheld from the fit");
+    res.choice = budget_choice(candidates, o.budget, o.ttft_case, budget_full, stored, judged_on, repeats, o.threads,
+                               rows);
   }
   res.rows = std::move(rows);
   return res;
@@ -439,7 +471,8 @@ nlohmann::json SweepResult::to_json() const {
                         : "source and target are different models sharing a tokenizer";
   j["protocol"] = {{"decode", "the last prompt token, then greedy"},
                    {"greedy_steps", options.greedy_steps},
-                   {"ttft", "ttft_seconds: handoff + first decode (the source state already in memory), min of " +
+                   {"threads", options.threads},
+                   {"ttft", "ttft_seconds: handoff + first decode (the source state already in memory), median of " +
                                 std::to_string(options.timing_repeats) + " runs per prompt, summed over prompts"},
                    {"ttft_with_source",
                     "ttft_with_source_seconds: + the source's prefill of the prefix up to the boundary the handoff "
@@ -505,14 +538,31 @@ std::string SweepResult::table() const {
     const nlohmann::json& ch = choice["chosen"];
     const nlohmann::json& ho = choice["held_out"];
     const nlohmann::json& ca = choice["calibration"];
+    const bool st = !choice["candidates"].empty() && choice["candidates"][0]["ttft_stored_ratio"].is_number();
+    std::snprintf(line, sizeof line, "budget candidates (%s; TTFT by %s, %s; target full prefill %.3f ms):\n",
+                  choice["budget"].get<std::string>().c_str(), choice["ttft_case"].get<std::string>().c_str(),
+                  choice["timing"].get<std::string>().c_str(), 1e3 * choice["full_prefill_seconds"].get<double>());
+    out += line;
+    std::snprintf(line, sizeof line, "  %-16s %3s %10s %11s %6s %10s %10s %10s\n", "config", "a", "agreement", "mean KL",
+                  "meets", "TTFT/full", "+src/full", "load/full");
+    out += line;
+    for (const nlohmann::json& c : choice["candidates"]) {
+      std::snprintf(line, sizeof line, "  %-16s %3d %10.3f %11.3e %6s %10.3f %10.3f %10s\n",
+                    c["config"].get<std::string>().c_str(), c["a"].get<int>(), c["agreement"].get<double>(),
+                    c["mean_kl"].get<double>(), c["meets_budget"].get<bool>() ? "yes" : "no",
+                    c["ttft_ratio"].get<double>(), c["ttft_with_source_ratio"].get<double>(),
+                    st ? fmt3(c["ttft_stored_ratio"].get<double>()).c_str() : "-");
+      out += line;
+    }
     std::string name = ch["config"].get<std::string>();
     if (name == "anchor") name += " a = " + std::to_string(ch["a"].get<int>());
+    out += "choice (" + choice["budget"].get<std::string>() + ", on " + choice["judged_on"].get<std::string>() +
+           "): " + name + "\n  " + choice["verdict"].get<std::string>() + "\n";
     std::snprintf(line, sizeof line,
-                  "choice (%s, on %s): %s\n  calibration: agreement %s, mean KL %s, mean rel err %s\n"
+                  "  calibration: agreement %s, mean KL %s, mean rel err %s\n"
                   "  held out: %lld/%lld agree, mean KL %.3e, mean rel err %.4e%%, TTFT/full %.3f, +src/full %.3f, "
                   "load/full %s, work saved %.1f%%\n",
-                  choice["budget"].get<std::string>().c_str(), choice["judged_on"].get<std::string>().c_str(),
-                  name.c_str(), ca.is_null() ? "-" : fmt3(ca["agreement"].get<double>()).c_str(),
+                  ca.is_null() ? "-" : fmt3(ca["agreement"].get<double>()).c_str(),
                   ca.is_null() ? "-" : fmte(ca["mean_kl"].get<double>()).c_str(),
                   ca.is_null() ? "-" : fmte(ca["mean_rel_logit_error"].get<double>()).c_str(),
                   (long long)ho["agree"].get<int64_t>(), (long long)ho["comparisons"].get<int64_t>(),

@@ -11,8 +11,9 @@
 // target's prefix cache and the target decodes the last prompt token (timed together), then
 // follows its own argmax for the remaining greedy steps. The reference is the target's full
 // prefill of all P tokens (timed the same way) and its own greedy continuation. Three TTFTs
-// per configuration, each a sum over the evaluation prompts of per-prompt minima over the
-// repeats, and each as a ratio to the full prefill measured in the same run:
+// per configuration, each a sum over the evaluation prompts of per-prompt medians over the
+// repeats (a median, not a minimum: a shared machine's best run is not what a user gets),
+// and each as a ratio to the full prefill measured in the same run:
 //   ttft_seconds            handoff + first decode: the source state is already in memory;
 //   ttft_with_source        + the source's prefill of the prefix up to what the handoff reads
 //                           (through layer a-1, all layers for a = L; nothing for a = 0); the
@@ -48,12 +49,13 @@ struct SweepOptions {
   // "ridge": plain ridge (no bias, penalty toward 0), the ridge pilot of seed 000.
   std::string kind = "affine";
   int greedy_steps = 16;
-  int timing_repeats = 3;       // TTFT per prompt and configuration: the minimum of these
+  int timing_repeats = 3;       // TTFT per prompt and configuration: the median of these
   int threads = 1;
   std::string label;            // "" -> auto: quantization-boundary if tensor types differ
   std::vector<int> anchors;     // the anchors swept, each in [s, L]; empty -> every a in [s, L]
   std::string work_dir;         // scratch for the stored-state timing; "" -> ttft_stored not measured
   FidelityBudget budget;        // inactive -> no choice made (sweep_budget.h)
+  TtftCase ttft_case = TtftCase::with_source;  // the TTFT the choice is timed by (stored needs work_dir)
   int budget_prompts = 8;       // calibration prompts the budget is judged on (the first of the split)
   bool budget_in_sample = false;  // false: those prompts are withheld from the fit; true: fitted on too
 };
@@ -68,7 +70,7 @@ struct SweepRow {
   int64_t bit_identical = 0;              // decode logits identical to the reference's
   double greedy_prefix_agreement = 0;     // mean fraction of steps before the first divergence
   int64_t greedy_exact = 0;               // prompts whose whole greedy sequence matched
-  double ttft_seconds = 0;                // summed over prompts (min over repeats each)
+  double ttft_seconds = 0;                // summed over prompts (median over repeats each)
   double ttft_ratio = 0;                  // ttft_seconds / full prefill's
   double prefill_work_saved = 0;          // weight MACs, see AnchorReport
   double source_prefill_seconds = 0;      // the source's prefill up to the boundary, summed
@@ -84,9 +86,12 @@ struct SweepResult {
   nlohmann::json provenance;  // identities, shared layers, split/mapper hashes, R²
   std::vector<SweepRow> rows;
   bool stored_measured = false;
-  // The --fidelity-budget choice (null without one): the budget, the candidates' calibration
-  // fidelity, the chosen configuration and its held-out row.
+  // The --fidelity-budget choice (null without one): the budget, the TTFT case and timing, the
+  // candidates' calibration fidelity and TTFTs beside the full prefill's, whether any beats
+  // it (`beats_full_prefill`, `verdict`), the chosen configuration and its held-out row.
   nlohmann::json choice;
+  // False when a budget was given and no boundary meeting it beat the full prefill.
+  bool recommends_boundary() const { return choice.is_null() || choice.value("beats_full_prefill", false); }
   nlohmann::json to_json() const;
   std::string table() const;
   // Self-contained: inline SVG plots, no network; `stamp` names the inputs, build and date.
@@ -94,5 +99,14 @@ struct SweepResult {
 };
 
 SweepResult run_sweep(const SweepOptions& options);
+
+// The `choice` object of a budgeted sweep (sweep_budget.h): candidates[i] is configuration i
+// on the budget prompts and rows[i] the same configuration held out (the last of both: the
+// full prefill); full_prefill_seconds is the target's full prefill of the budget prompts,
+// timed beside them. Picks choose_fastest's candidate, else the full prefill, and says which
+// in `verdict` and `beats_full_prefill`.
+nlohmann::json budget_choice(const std::vector<BudgetCandidate>& candidates, const FidelityBudget& budget, TtftCase c,
+                             double full_prefill_seconds, bool stored, const std::string& judged_on, int repeats,
+                             int threads, const std::vector<SweepRow>& rows);
 
 }  // namespace ember::map

@@ -239,7 +239,9 @@ std::string SweepResult::html(const html::Stamp& stamp) const {
          " next tokens agree, mean KL " + fmt("%.3e", ho["mean_kl"].get<double>()) + ", TTFT / full " +
          fmt("%.3f", ho["ttft_ratio_vs_full_prefill"].get<double>()) + " (with the source prefill " +
          fmt("%.3f", ho["ttft_with_source_ratio"].get<double>()) + "), work saved " +
-         fmt("%.1f%%", 100 * ho["prefill_work_saved"].get<double>()) + ".</p>\n";
+         fmt("%.1f%%", 100 * ho["prefill_work_saved"].get<double>()) + ".</p>\n<p><b>" +
+         escape(choice.value("verdict", "")) + "</b> (TTFT by " + escape(choice.value("ttft_case", "")) + ", " +
+         escape(choice.value("timing", "")) + ".)</p>\n";
   }
   return h + html::page_end();
 }

@@ -136,13 +136,14 @@ TEST(Sweep, F32ToQ8IsLabelledAQuantizationBoundary) {
 
 // One reduced sweep checks the TTFT protocol fields and the budget's choice: the anchors
 // subset, source prefill and stored-state load counted beside the handoff, the bytes handed
-// over, and the cheapest configuration meeting the budget judged on calibration prompts.
-TEST(Sweep, TtftCountsTheSourceAndTheStoredLoadAndTheBudgetPicksTheCheapest) {
+// over, and the fastest configuration meeting the budget judged on calibration prompts.
+TEST(Sweep, TtftCountsTheSourceAndTheStoredLoadAndTheBudgetPicksTheFastest) {
   SweepOptions o = small("stories260K-kjv-top.gguf");
   o.anchors = {2, 5};  // the exact hybrid and pure mapping only
   o.work_dir = test::temp_dir("sweep-stored");
   o.budget = FidelityBudget::parse("kl<=0", "test");  // only exact configurations meet it
   o.budget_prompts = 3;
+  o.ttft_case = TtftCase::handoff;
   const SweepResult r = run_sweep(o);
   const nlohmann::json j = r.to_json();
   ASSERT_EQ(j["rows"].size(), 4u);  // identity reuse, a = 2, a = 5, full prefill
@@ -173,13 +174,30 @@ TEST(Sweep, TtftCountsTheSourceAndTheStoredLoadAndTheBudgetPicksTheCheapest) {
 
   const nlohmann::json& c = j["choice"];
   EXPECT_EQ(c["budget"], "kl<=0");
+  EXPECT_EQ(c["ttft_case"], "handoff");
   EXPECT_EQ(c["candidates"].size(), 4u);
   EXPECT_EQ(c["candidates"][0]["comparisons"].get<int>(), 3);
-  EXPECT_EQ(c["chosen"]["config"], "anchor");
-  EXPECT_EQ(c["chosen"]["a"].get<int>(), 2);  // exact, and cheaper than the full prefill
-  EXPECT_EQ(c["calibration"]["mean_kl"].get<double>(), 0.0);
-  EXPECT_EQ(c["held_out"]["agree"].get<int>(), 4);
-  EXPECT_EQ(c["held_out"]["ttft_stored_ratio"].get<double>(), j["rows"][1]["ttft_stored_ratio"].get<double>());
+  EXPECT_FALSE(c["candidates"][0]["meets_budget"].get<bool>());  // identity reuse of another model
+  EXPECT_TRUE(c["candidates"][1]["meets_budget"].get<bool>());   // the exact hybrid
+  const double full = c["full_prefill_seconds"].get<double>();
+  EXPECT_GT(full, 0.0);
+  EXPECT_EQ(c["candidates"][3]["ttft_seconds"].get<double>(), full);
+  // Only the exact hybrid meets kl<=0; it is chosen exactly when its measured handoff beats
+  // the full prefill timed beside it, and otherwise the report says so.
+  const double hybrid = c["candidates"][1]["ttft_seconds"].get<double>();
+  EXPECT_GT(hybrid, 0.0);
+  EXPECT_EQ(c["beats_full_prefill"].get<bool>(), hybrid < full);
+  if (hybrid < full) {
+    EXPECT_EQ(c["chosen"]["config"], "anchor");
+    EXPECT_EQ(c["chosen"]["a"].get<int>(), 2);
+    EXPECT_EQ(c["calibration"]["mean_kl"].get<double>(), 0.0);
+    EXPECT_EQ(c["held_out"]["agree"].get<int>(), 4);
+    EXPECT_EQ(c["held_out"]["ttft_stored_ratio"].get<double>(), j["rows"][1]["ttft_stored_ratio"].get<double>());
+  } else {
+    EXPECT_EQ(c["chosen"]["config"], "full-prefill");
+    EXPECT_NE(c["verdict"].get<std::string>().find("no boundary meeting kl<=0 beats the target's full prefill"),
+              std::string::npos);
+  }
   EXPECT_NE(c["judged_on"].get<std::string>().find("withheld from the fit"), std::string::npos);
   EXPECT_EQ(j["provenance"]["fit_prompts"].get<int>(), 24 - 3);
   EXPECT_NE(r.table().find("choice (kl<=0"), std::string::npos);
@@ -196,22 +214,114 @@ TEST(SweepBudget, ParsesTheThreeMetricsAndRefusesAnythingElse) {
         << bad;
 }
 
-TEST(SweepBudget, CheapestByWorkThenMappingAndNoneWhenNothingMeetsIt) {
-  auto cand = [](const char* name, int a, double saved, double mapping, double kl) {
-    BudgetCandidate c;
-    c.config = name, c.a = a, c.work_saved = saved, c.mapping_macs = mapping;
-    c.comparisons = 2, c.agree = 2, c.sum_kl = 2 * kl;
-    return c;
-  };
-  const std::vector<BudgetCandidate> c = {cand("identity-reuse", 5, 1.0, 0, 0.5), cand("anchor", 2, 0.6, 0, 0.0),
-                                          cand("anchor", 4, 0.9, 10, 0.02), cand("anchor", 5, 1.0, 20, 0.04),
-                                          cand("full-prefill", 0, 0.0, 0, 0.0)};
-  EXPECT_EQ(choose_cheapest(c, FidelityBudget::parse("kl<=0.03", "t")), 2);
-  EXPECT_EQ(choose_cheapest(c, FidelityBudget::parse("kl<=0.05", "t")), 3);
-  EXPECT_EQ(choose_cheapest(c, FidelityBudget::parse("kl<=1", "t")), 0);  // same work, no mapping
-  EXPECT_EQ(choose_cheapest(c, FidelityBudget::parse("kl<=0", "t")), 1);
-  std::vector<BudgetCandidate> nan = {cand("anchor", 5, 1.0, 0, std::nan(""))};
-  EXPECT_EQ(choose_cheapest(nan, FidelityBudget::parse("kl<=1", "t")), -1);
+BudgetCandidate candidate(const char* name, int a, double kl, double handoff, double with_source) {
+  BudgetCandidate c;
+  c.config = name, c.a = a, c.work_saved = a / 5.0;
+  c.comparisons = 2, c.agree = 2, c.sum_kl = 2 * kl;
+  c.ttft_handoff = handoff, c.ttft_with_source = with_source, c.ttft_stored = handoff + 0.001;
+  return c;
+}
+
+// The fastest meeting the budget, and only when it beats the full prefill; never the full
+// prefill's own row, never a NaN KL.
+TEST(SweepBudget, FastestMeetingTheBudgetAndOnlyBelowTheFullPrefill) {
+  const double full = 1.0;
+  const std::vector<BudgetCandidate> c = {
+      candidate("identity-reuse", 5, 0.5, 0.05, 1.01), candidate("anchor", 2, 0.0, 0.7, 1.2),
+      candidate("anchor", 4, 0.02, 0.3, 1.05), candidate("anchor", 5, 0.04, 0.2, 1.1),
+      candidate("full-prefill", 0, 0.0, full, full)};
+  EXPECT_EQ(choose_fastest(c, FidelityBudget::parse("kl<=0.03", "t"), TtftCase::handoff, full), 2);
+  EXPECT_EQ(choose_fastest(c, FidelityBudget::parse("kl<=0.05", "t"), TtftCase::handoff, full), 3);
+  EXPECT_EQ(choose_fastest(c, FidelityBudget::parse("kl<=1", "t"), TtftCase::handoff, full), 0);
+  EXPECT_EQ(choose_fastest(c, FidelityBudget::parse("kl<=0", "t"), TtftCase::handoff, full), 1);
+  // Counting the source's prefill, every boundary is slower than the full prefill: none.
+  EXPECT_EQ(choose_fastest(c, FidelityBudget::parse("kl<=1", "t"), TtftCase::with_source, full), -1);
+  EXPECT_EQ(fastest_meeting(c, FidelityBudget::parse("kl<=1", "t"), TtftCase::with_source), 0);
+  // Equal to the full prefill is not faster.
+  EXPECT_EQ(choose_fastest(c, FidelityBudget::parse("kl<=0", "t"), TtftCase::handoff, 0.7), -1);
+  std::vector<BudgetCandidate> nan = {candidate("anchor", 5, std::nan(""), 0.1, 0.1), c.back()};
+  EXPECT_EQ(choose_fastest(nan, FidelityBudget::parse("kl<=1", "t"), TtftCase::handoff, full), -1);
+  EXPECT_EQ(parse_ttft_case("with-source", "t"), TtftCase::with_source);
+  EXPECT_NE(test::error_of([] { parse_ttft_case("fast", "t"); })
+                .find("--ttft-case: expected handoff, with-source or stored, found 'fast'"),
+            std::string::npos);
+}
+
+// When nothing beats the full prefill the choice is the full prefill, and the JSON and the
+// table say so plainly, naming the fastest boundary and its ratio.
+TEST(SweepBudget, TheReportSaysSoWhenNoBoundaryBeatsTheFullPrefill) {
+  const std::vector<BudgetCandidate> c = {candidate("identity-reuse", 5, 0.5, 0.05, 1.3),
+                                          candidate("anchor", 2, 0.0, 0.7, 1.2), candidate("full-prefill", 0, 0.0, 1.0, 1.0)};
+  SweepResult r;
+  r.label = "cross-model";
+  r.provenance = {{"shared_layers", 2}};
+  r.rows.resize(3);
+  r.rows[0].config = "identity-reuse", r.rows[1].config = "anchor", r.rows[2].config = "full-prefill";
+  r.rows[1].a = 2;
+  r.choice = budget_choice(c, FidelityBudget::parse("kl<=0.01", "t"), TtftCase::with_source, 1.0, false,
+                           "2 calibration prompts withheld from the fit", 5, 1, r.rows);
+  EXPECT_FALSE(r.recommends_boundary());
+  EXPECT_FALSE(r.choice["beats_full_prefill"].get<bool>());
+  EXPECT_EQ(r.choice["chosen"]["config"], "full-prefill");
+  EXPECT_EQ(r.choice["fastest_meeting_budget"]["a"].get<int>(), 2);
+  EXPECT_EQ(r.choice["timing"], "median of 5 runs per prompt, summed over the budget prompts, 1 thread, timed in this "
+                                "run beside the target's full prefill");
+  const std::string verdict =
+      "no boundary meeting kl<=0.01 beats the target's full prefill: the fastest, anchor a = 2, takes 1.200x its time "
+      "(TTFT with the source's prefill up to the boundary); use the full prefill";
+  EXPECT_EQ(r.choice["verdict"], verdict);
+  const std::string table = r.table();
+  EXPECT_NE(table.find("choice (kl<=0.01, on 2 calibration prompts withheld from the fit): full-prefill\n  " + verdict),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("TTFT by with-source, median of 5 runs"), std::string::npos) << table;
+  // Nothing meets the budget at all: said too.
+  r.choice = budget_choice(c, FidelityBudget::parse("kl<=0", "t"), TtftCase::handoff, 1.0, false, "x", 3, 2, r.rows);
+  EXPECT_EQ(r.choice["verdict"], "anchor a = 2 meets kl<=0; its TTFT (handoff + first decode, the source state in "
+                                 "memory) is 0.700x the target's full prefill");
+  std::vector<BudgetCandidate> none = {candidate("identity-reuse", 5, 0.5, 0.05, 1.3), c.back()};
+  std::vector<SweepRow> rows2(2);
+  rows2[1].config = "full-prefill";
+  EXPECT_EQ(budget_choice(none, FidelityBudget::parse("kl<=0.1", "t"), TtftCase::handoff, 1.0, false, "x", 3, 2, rows2)
+                ["verdict"],
+            "no boundary meets kl<=0.1; use the full prefill");
+}
+
+// The case: stories260K -> kjv-top, every configuration meeting the budget, timed with
+// the source's prefill. Whatever the machine's load, the recommendation is never slower than
+// the target's full prefill measured beside it; the CLI exits 1 saying so when nothing beats it.
+TEST(Sweep, KjvTopNeverRecommendsABoundarySlowerThanTheFullPrefill) {
+  SweepOptions o = small("stories260K-kjv-top.gguf");
+  o.budget = FidelityBudget::parse("agreement>=0", "test");
+  o.budget_prompts = 4;
+  o.timing_repeats = 3;
+  const SweepResult r = run_sweep(o);
+  const nlohmann::json& c = r.choice;
+  EXPECT_EQ(c["ttft_case"], "with-source");
+  const double full = c["full_prefill_seconds"].get<double>();
+  const int pick = c["chosen"]["index"].get<int>();
+  if (pick >= 0) {
+    EXPECT_LT(c["candidates"][size_t(pick)]["ttft_with_source_seconds"].get<double>(), full);
+    EXPECT_TRUE(r.recommends_boundary());
+  } else {
+    EXPECT_EQ(c["chosen"]["config"], "full-prefill");
+    for (const auto& cand : c["candidates"]) EXPECT_GE(cand["ttft_with_source_seconds"].get<double>(), full);
+    EXPECT_NE(r.table().find("no boundary meeting agreement>=0 beats the target's full prefill"), std::string::npos);
+  }
+  // No boundary meets kl<=0 when the only anchor swept is mapped (a = 3): exit 1, the reports
+  // written first, the reason on stderr.
+  const std::string dir = test::temp_dir("sweep-none");
+  std::string out;
+  const int rc = test::run_command(
+      test::ember_binary() + " study sweep --source " + test::shared_path("models/stories260K.gguf") + " --target " +
+          test::shared_path("models/stories260K-kjv-top.gguf") + " --prompts " +
+          test::shared_path("models/prompts-stories-kjv.txt") +
+          " --split 12:2 --greedy-steps 2 --repeats 1 --anchors 3 --fidelity-budget 'kl<=0' --budget-prompts 2 --json " +
+          dir + "/s.json",
+      &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("ember: study sweep: no boundary meets kl<=0; use the full prefill"), std::string::npos) << out;
+  EXPECT_FALSE(nlohmann::json::parse(read_file(dir + "/s.json"))["choice"]["beats_full_prefill"].get<bool>());
 }
 
 TEST(Sweep, AnAnchorOutsideTheSharedRangeIsRefused) {
