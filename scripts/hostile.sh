@@ -370,6 +370,34 @@ hostile_round2() {
     broken "round2: kv export echoed a control character raw (exit $rc)"
 }
 
+# Issue 34: `model synth --outliers` and `study sweep --ttft-case` refuse a bad value in one
+# line naming the flag, before anything is written or read; a spec's control characters are
+# escaped; the same command writes the same bytes.
+hostile_synth_outliers() {
+  local d="$WORK/outliers" out rc spec
+  mkdir -p "$d"
+  local geo=(model synth --arch qwen2 --qkv-bias --layers 1 --hidden 64 --heads 2 --kv-heads 1 --ffn 64 --vocab 300 --seed 3)
+  for spec in 'pairs=2' 'scale=9' 'pairs=0,scale=2' 'pairs=2,scale=1' 'sink=-1' 'sink=nan' 'pairs=2,pairs=3,scale=2' \
+    'channels=4' '' 'pairs=99,scale=2' $'sink=1\e[2J'; do
+    out=$(ember "${geo[@]}" --outliers "$spec" -o "$d/x.gguf" 2>&1); rc=$?
+    if ((rc == 2)) && [[ "$out" == "ember: synth: --outliers: expected "* && $(wc -l <<<"$out") -eq 1 &&
+      "$out" != *$'\e'* && ! -e "$d/x.gguf" ]]; then ok "outliers: '${spec//$'\e'/ESC}' refused in one line"
+    else broken "outliers: '${spec//$'\e'/ESC}' (rc $rc): $out"; fi
+  done
+  ember "${geo[@]}" --outliers pairs=2,scale=20,sink=8 -o "$d/a.gguf" >/dev/null &&
+    ember "${geo[@]}" --outliers sink=8,scale=20,pairs=2 -o "$d/b.gguf" >/dev/null && cmp -s "$d/a.gguf" "$d/b.gguf" &&
+    ok "outliers: the same spec in another order writes the same bytes" || broken "outliers: not byte-identical"
+  for spec in fast stored; do
+    local extra=()
+    [[ $spec == stored ]] && extra=(--no-stored-timing)
+    out=$(ember study sweep --source "$d/nope.gguf" --target "$d/nope.gguf" --prompts "$d/nope.txt" \
+      --fidelity-budget 'kl<=0.1' --ttft-case "$spec" "${extra[@]}" 2>&1); rc=$?
+    if ((rc == 2)) && [[ "$out" == "ember: study sweep: --ttft-case: expected "* && $(wc -l <<<"$out") -eq 1 ]]; then
+      ok "sweep: --ttft-case $spec ${extra[*]} refused before any model is read"
+    else broken "sweep: --ttft-case $spec (rc $rc): $out"; fi
+  done
+}
+
 main() {
   local start=$SECONDS
   setup
@@ -383,6 +411,7 @@ main() {
   hostile_store_cross_namespace
   hostile_store_bad_paths
   hostile_round2
+  hostile_synth_outliers
   # Resource limits (threads, positions, huge -n): their own script, same contract.
   if bash "$HERE/hostile-limits.sh" "$EMBER" "$HERE/../../shared/models" "$WORK/limits"; then ok "hostile-limits.sh"; else broken "hostile-limits.sh"; fi
   echo "hostile.sh: $BROKEN broken promise(s), $((SECONDS - start)) s"

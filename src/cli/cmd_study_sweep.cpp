@@ -72,6 +72,11 @@ void register_sweep_command(CLI::App& study) {
     opts.threads = resolve_threads(o->threads);
     opts.n_calib = n_calib;
     opts.n_eval = n_eval;
+    // The budget and its TTFT case are refused before any model is read.
+    if (!budget->empty()) opts.budget = map::FidelityBudget::parse(*budget, "study sweep");
+    opts.ttft_case = map::parse_ttft_case(*ttft_case, "study sweep");
+    if (opts.ttft_case == map::TtftCase::stored && *no_stored)
+      fail_field("study sweep", "--ttft-case", "handoff or with-source with --no-stored-timing", "stored");
     for (const std::string* p : {json_path.get(), html_path.get()})
       refuse_output_is_input(*p, {o->source_path, o->target_path, prompts->prompts, prompts->prompt_ids,
                                   o->tokenizer_path, prompts->chat.tokenizer_config});
@@ -86,10 +91,6 @@ void register_sweep_command(CLI::App& study) {
       opts.prompts = read_prompt_list(pl, *src.tokenizer, src.model->config().n_vocab, "study sweep");
       if (opts.prompts.empty()) fail_field("study sweep", "prompts", "at least one non-empty prompt", "none");
     }
-    if (!budget->empty()) opts.budget = map::FidelityBudget::parse(*budget, "study sweep");
-    opts.ttft_case = map::parse_ttft_case(*ttft_case, "study sweep");
-    if (opts.ttft_case == map::TtftCase::stored && *no_stored)
-      fail_field("study sweep", "--ttft-case", "handoff or with-source with --no-stored-timing", "stored");
     // The source snapshots for the stored-state timing live in a scratch directory, removed here.
     std::string scratch;
     if (!*no_stored) {

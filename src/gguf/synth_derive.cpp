@@ -50,6 +50,10 @@ GgufWriter derive_model(const GgufFile& base, int64_t share_layers, uint64_t see
   if (share_layers < 0 || share_layers > L)
     fail_field(where, "--share-layers", "in [0, " + std::to_string(L) + "] (the base's " + arch + ".block_count)",
                std::to_string(share_layers));
+  // The re-drawn layers would neither carry the outliers nor keep out of the sink's dim.
+  if (base.has("ember.synth.outliers"))
+    fail_field(where, "ember.synth.outliers", "a base without `model synth --outliers`",
+               "'" + base.get_string_or("ember.synth.outliers", "") + "'");
   GgufWriter w;
   w.copy_metadata(base);
   w.set_string("general.name", base.get_string_or("general.name", "model") + "-derived-s" + std::to_string(share_layers));

@@ -146,6 +146,13 @@ TEST(SynthOutliers, TheCommandIsDeterministicAndInspectShowsTheSpec) {
   EXPECT_EQ(test::run_command(test::ember_binary() + " model synth --derive-from " + dir + "/a.gguf --share-layers 1 "
                                   "--seed 2 --outliers sink=1 -o " + dir + "/d.gguf", &out), 2);
   EXPECT_NE(out.find("--outliers: expected not given with --derive-from"), std::string::npos) << out;
+  // Nor is a base with outliers derived from: its re-drawn layers would not carry them.
+  EXPECT_EQ(test::run_command(test::ember_binary() + " model synth --derive-from " + dir + "/a.gguf --share-layers 1 "
+                                  "--seed 2 -o " + dir + "/d.gguf", &out), 2);
+  EXPECT_NE(out.find("a.gguf: ember.synth.outliers: expected a base without `model synth --outliers`, found "
+                     "'pairs=2,scale=20,sink=8'"),
+            std::string::npos)
+      << out;
 }
 
 }  // namespace
