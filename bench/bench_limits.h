@@ -124,13 +124,14 @@ __attribute__((target("avx2,fma"))) inline double fma_loop_avx2(int64_t iters) {
 // with every thread of the pool running the loop.
 inline double fma_peak(ThreadPool& pool, SimdLevel level) {
   const int64_t iters = 20'000'000;
-  const int lanes = level >= SimdLevel::avx512 ? 16 : (level == SimdLevel::avx2 ? 8 : 1);
+  const SimdLevel base = simd_base(level);
+  const int lanes = base == SimdLevel::avx512 ? 16 : (base == SimdLevel::avx2 ? 8 : 1);
   std::vector<double> sink(size_t(pool.size()));
   const double t = best_time(5, [&] {
     pool.parallel_for(pool.size(), [&](int64_t a, int64_t b) {
       for (int64_t w = a; w < b; ++w) {
-        if (level >= SimdLevel::avx512) sink[size_t(w)] = fma_loop_avx512(iters);
-        else if (level == SimdLevel::avx2) sink[size_t(w)] = fma_loop_avx2(iters);
+        if (base == SimdLevel::avx512) sink[size_t(w)] = fma_loop_avx512(iters);
+        else if (base == SimdLevel::avx2) sink[size_t(w)] = fma_loop_avx2(iters);
       }
     });
   });
@@ -140,9 +141,10 @@ inline double fma_peak(ThreadPool& pool, SimdLevel level) {
 // Peak int8 multiply-accumulate rate, measured the way fma_peak is: 12 independent
 // register-resident chains of the instruction sequence the quantized kernels use for an
 // int8 dot product, every thread of the pool running the loop. avx512vnni: vpdpbusd (64 u8 x
-// s8 MACs per instruction into 16 int32 lanes); avx512 / avx2: vpmaddubsw + vpmaddwd +
-// vpaddd (64 / 32 MACs per sequence), as kernels_avx512.cpp / kernels_avx2.cpp. Returned as
-// operations per second, 2 per MAC, so it compares with a FLOP count of 2 per weight per token.
+// s8 MACs per instruction into 16 int32 lanes); avxvnni / avxvnni-evex: vpdpbusd on ymm (32
+// MACs; the VEX and the EVEX encoding); avx512 / avx2: vpmaddubsw + vpmaddwd + vpaddd (64 / 32
+// MACs per sequence), as kernels_avx512.cpp / kernels_avx2.cpp. Returned as operations per
+// second, 2 per MAC, so it compares with a FLOP count of 2 per weight per token.
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline int64_t mac_loop_vnni(int64_t iters) {
   __m512i a[12];
   const __m512i u = _mm512_set1_epi8(3), w = _mm512_set1_epi8(-5);
@@ -157,6 +159,27 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline int64_t mac_loop_v
   }
   return s;
 }
+// The ymm vpdpbusd loop, once per encoding: 12 chains + 2 operands fit AVX2's 16 registers.
+#define EMBER_MAC_LOOP_YMM(DPBUSD)                                                  \
+  __m256i a[12];                                                                    \
+  const __m256i u = _mm256_set1_epi8(3), w = _mm256_set1_epi8(-5);                  \
+  for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_epi32(i);                         \
+  for (int64_t it = 0; it < iters; ++it)                                            \
+    for (int i = 0; i < 12; ++i) a[i] = DPBUSD(a[i], u, w);                         \
+  int64_t s = 0;                                                                    \
+  alignas(32) int32_t out[8];                                                       \
+  for (int i = 0; i < 12; ++i) {                                                    \
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), a[i]);                      \
+    for (int l = 0; l < 8; ++l) s += out[l];                                        \
+  }                                                                                 \
+  return s;
+__attribute__((target("avx2,avxvnni"))) inline int64_t mac_loop_avxvnni(int64_t iters) {
+  EMBER_MAC_LOOP_YMM(_mm256_dpbusd_avx_epi32)
+}
+__attribute__((target("avx2,avx512vl,avx512vnni"))) inline int64_t mac_loop_avxvnni_evex(int64_t iters) {
+  EMBER_MAC_LOOP_YMM(_mm256_dpbusd_epi32)
+}
+#undef EMBER_MAC_LOOP_YMM
 // The maddubs/madd products depend only on x[i], which an empty asm makes opaque once per
 // iteration, so the compiler can neither hoist nor merge them (the accumulating vpaddd chains
 // are independent of the products, as in the kernels, where each product is of fresh loads).
@@ -211,13 +234,16 @@ __attribute__((target("avx2"))) inline int64_t mac_loop_avx2(int64_t iters) {
 inline double int8_mac_peak(ThreadPool& pool, SimdLevel level) {
   const int64_t iters = 20'000'000;
   // MACs per outer iteration: chains x MACs per instruction (sequence).
-  const int macs = level >= SimdLevel::avx512 ? 12 * 64 : 6 * 32;
+  const bool ymm_vnni = level == SimdLevel::avxvnni || level == SimdLevel::avxvnni_evex;
+  const int macs = simd_base(level) == SimdLevel::avx512 ? 12 * 64 : ymm_vnni ? 12 * 32 : 6 * 32;
   std::vector<int64_t> sink(size_t(pool.size()));
   const double t = best_time(5, [&] {
     pool.parallel_for(pool.size(), [&](int64_t a, int64_t b) {
       for (int64_t w = a; w < b; ++w) {
         if (level == SimdLevel::avx512vnni) sink[size_t(w)] = mac_loop_vnni(iters);
         else if (level == SimdLevel::avx512) sink[size_t(w)] = mac_loop_avx512(iters);
+        else if (level == SimdLevel::avxvnni) sink[size_t(w)] = mac_loop_avxvnni(iters);
+        else if (level == SimdLevel::avxvnni_evex) sink[size_t(w)] = mac_loop_avxvnni_evex(iters);
         else sink[size_t(w)] = mac_loop_avx2(iters);
       }
     });

@@ -151,7 +151,10 @@ int main(int argc, char** argv) {
     std::printf("limits at %d threads: read bandwidth %.2f GB/s, FMA peak %.1f GFLOP/s, "
                 "int8 MAC peak %.1f GOP/s (%s)\n",
                 pool.size(), bw / 1e9, peak / 1e9, int8 / 1e9,
-                peak_level == SimdLevel::avx512vnni ? "vpdpbusd" : "vpmaddubsw+vpmaddwd");
+                peak_level == SimdLevel::avx512vnni ? "vpdpbusd zmm"
+                : peak_level == SimdLevel::avxvnni ? "vpdpbusd ymm"
+                : peak_level == SimdLevel::avxvnni_evex ? "EVEX vpdpbusd ymm"
+                : "vpmaddubsw+vpmaddwd");
   }
   int status = 0;
   for (const std::string& key : split(models)) {

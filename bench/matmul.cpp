@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   const double peak = bench::fma_peak(pool, level == SimdLevel::scalar ? SimdLevel::avx2 : level);
   const double ipeak = bench::int8_mac_peak(pool, level == SimdLevel::scalar ? SimdLevel::avx2 : level);
   std::printf("limits: read bandwidth %.2f GB/s, FMA peak %.1f GFLOP/s (%s), int8 MAC peak %.1f GOP/s\n",
-              bw / 1e9, peak / 1e9, level >= SimdLevel::avx512 ? "zmm" : "ymm", ipeak / 1e9);
+              bw / 1e9, peak / 1e9, simd_base(level) == SimdLevel::avx512 ? "zmm" : "ymm", ipeak / 1e9);
 
   std::mt19937 rng(1);
   std::normal_distribution<float> nd(0.0f, 0.05f);

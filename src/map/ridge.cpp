@@ -133,10 +133,10 @@ __attribute__((target("avx512f"))) void accumulate_avx512(const double* xa, cons
 }
 
 AccumulateFn accumulate_fn() {
-  switch (active_simd()) {
+  switch (simd_base(active_simd())) {
     case SimdLevel::scalar: return accumulate_scalar;
-    case SimdLevel::avx2: return accumulate_avx2;
-    default: return accumulate_avx512;
+    case SimdLevel::avx512: return accumulate_avx512;
+    default: return accumulate_avx2;  // avx2, avxvnni, avxvnni-evex: ymm registers
   }
 }
 

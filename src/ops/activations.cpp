@@ -51,15 +51,15 @@ float exp_f32(float x) {
 }
 
 void exp_row(const float* x, int64_t n, float* y) {
-  const SimdLevel level = active_simd();
-  if (level >= SimdLevel::avx512) return detail::exp_row_avx512(x, n, y);
+  const SimdLevel level = simd_base(active_simd());
+  if (level == SimdLevel::avx512) return detail::exp_row_avx512(x, n, y);
   if (level == SimdLevel::avx2) return detail::exp_row_avx2(x, n, y);
   for (int64_t i = 0; i < n; ++i) y[i] = exp_f32(x[i]);
 }
 
 void silu_mul_row(const float* g, const float* u, int64_t n, float* out) {
-  const SimdLevel level = active_simd();
-  if (level >= SimdLevel::avx512) return detail::silu_mul_row_avx512(g, u, n, out);
+  const SimdLevel level = simd_base(active_simd());
+  if (level == SimdLevel::avx512) return detail::silu_mul_row_avx512(g, u, n, out);
   if (level == SimdLevel::avx2) return detail::silu_mul_row_avx2(g, u, n, out);
   for (int64_t i = 0; i < n; ++i) {
     const float a = g[i];

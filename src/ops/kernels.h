@@ -37,6 +37,11 @@ struct KernelTable {
 
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();    // only call where the CPU supports AVX2+FMA+F16C
+// The AVX2 kernel source again with vpdpbusd / vpdpwssd on ymm for the int8 dot products
+// (kernels_avxvnni.cpp): the VEX encoding (AVX-VNNI), and the EVEX encoding of the same
+// operations (AVX512-VNNI + AVX512VL), the validation twin of util/simd.h.
+const KernelTable& avxvnni_kernels();       // only where the CPU supports AVX-VNNI (and AVX2)
+const KernelTable& avxvnni_evex_kernels();  // only where it supports AVX512 F/VL/VNNI (and AVX2)
 const KernelTable& avx512_kernels();  // only call where the CPU supports AVX-512 F/BW/VL/DQ
 const KernelTable& avx512vnni_kernels();  // ... and AVX512_VNNI (the same source, see below)
 

@@ -252,6 +252,42 @@ struct Q32K {
     for (int r = 0; r < R; ++r)
       #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+#if EMBER_AVX2_VNNI
+    if constexpr (!kMin) {
+      // VNNI builds, signed codes: vpdpbusd multiplies unsigned by signed bytes without
+      // saturation, so the activations enter as u = q + 128 (q ^ 0x80, once per token, shared
+      // by the R rows) and the accumulator starts at -128 * (sum of the lane's 4 codes), made
+      // once per row: -128 sum w + sum (q + 128) w = sum q w, the isum of the sign trick, with
+      // no per-(row, token) sign (as kernels_avx512.cpp's Q32Vnni). The float part is the same.
+      const __m256i x80 = _mm256_set1_epi8(char(0x80));
+      for (int64_t b = H; b < nb; b += 2) {
+        __m256i w[R], bias[R];
+        #pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          float d, m;
+          w[r] = codes32<TY>(rows[r], b, &d, &m);
+          bias[r] = _mm256_sub_epi32(_mm256_setzero_si256(), dpbusd(_mm256_setzero_si256(), x80, w[r]));
+        }
+        const __m256 wd = row_scales<R>(rows, b);
+        #pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          const int64_t tt = t0 + t;
+          const __m256i u = _mm256_xor_si256(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q + tt * k + b * 32)), x80);
+          const __m256 s = _mm256_mul_ps(wd, _mm256_broadcast_ss(a.d + tt * nb + b));
+          #pragma GCC unroll 8
+          for (int r = 0; r < R; ++r)
+            acc[r][t] = _mm256_fmadd_ps(lane_bcast(s, r), _mm256_cvtepi32_ps(dpbusd(bias[r], u, w[r])),
+                                        acc[r][t]);
+        }
+      }
+      #pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        #pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) res[r][t] = acc[r][t];
+      return;
+    }
+#endif
     for (int64_t b = H; b < nb; b += 2) {
       __m256i aw[R], sg[R];
       #pragma GCC unroll 8
@@ -268,8 +304,7 @@ struct Q32K {
         const __m256 s = _mm256_mul_ps(wd, _mm256_broadcast_ss(a.d + tt * nb + b));
         #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          const __m256i p =
-              _mm256_madd_epi16(_mm256_maddubs_epi16(aw[r], _mm256_sign_epi8(av, sg[r])), ones);
+          const __m256i p = dot4(aw[r], _mm256_sign_epi8(av, sg[r]), ones);
           acc[r][t] = _mm256_fmadd_ps(lane_bcast(s, r), _mm256_cvtepi32_ps(p), acc[r][t]);
         }
       }
@@ -338,8 +373,7 @@ struct Q32K {
     for (int r = 0; r < R; ++r) {
       float wd, wm;
       const __m256i sg = codes32<TY>(rows[r], b, &wd, &wm);
-      const __m256i p = _mm256_madd_epi16(
-          _mm256_maddubs_epi16(_mm256_sign_epi8(sg, sg), _mm256_sign_epi8(av, sg)), ones);
+      const __m256i p = dot4(_mm256_sign_epi8(sg, sg), _mm256_sign_epi8(av, sg), ones);
       acc[r][H] = _mm256_fmadd_ps(lane_bcast(s, r), _mm256_cvtepi32_ps(p), acc[r][H]);
       if constexpr (kMin) macc[r] = fma1(wm, sa, macc[r]);
     }
@@ -439,7 +473,7 @@ struct Q32Panel {
         #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
           const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + t * k + 32 * b));
-          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(av, sw)), ones);
+          const __m256i p = dot4(aw, _mm256_sign_epi8(av, sw), ones);
           acc[r][t] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + 4 * t + r), _mm256_cvtepi32_ps(p), acc[r][t]);
         }
       }
@@ -462,15 +496,15 @@ KernelTable make_table() {
   t.q5_0 = run_panels<Q32K<TensorType::Q5_0>, Q32Panel<TensorType::Q5_0>>;
   t.q4_1 = run_tiles<Q32K<TensorType::Q4_1>>;
   t.q5_1 = run_tiles<Q32K<TensorType::Q5_1>>;
-  t.q4_k = q4_k_avx2;  // kernels_kquants_avx2.cpp
-  t.q5_k = q5_k_avx2;
-  t.q6_k = q6_k_avx2;
+  t.q4_k = EMBER_AVX2_NAME(q4_k);  // kernels_kquants_avx2.cpp
+  t.q5_k = EMBER_AVX2_NAME(q5_k);
+  t.q6_k = EMBER_AVX2_NAME(q6_k);
   return t;
 }
 
 }  // namespace
 
-const KernelTable& avx2_kernels() {
+const KernelTable& EMBER_AVX2_TABLE() {
   static const KernelTable table = make_table();
   return table;
 }

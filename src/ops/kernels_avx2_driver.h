@@ -17,14 +17,78 @@
 #include "ops/kernels.h"
 #include "ops/prefetch.h"
 
+// Which build of the AVX2 kernel source this translation unit is. The source is compiled three
+// times, with only the int8 dot products differing (dot4 / dot2_acc below), the same integers:
+//   EMBER_AVX2_VNNI 0 (kernels_avx2.cpp, kernels_kquants_avx2.cpp): vpmaddubsw + vpmaddwd;
+//   1 (kernels_avxvnni.cpp, kernels_kquants_avxvnni.cpp, -mavxvnni): AVX-VNNI's VEX vpdpbusd /
+//     vpdpwssd on ymm;
+//   2 (kernels_avxvnni_evex.cpp, kernels_kquants_avxvnni_evex.cpp, -mavx512vl -mavx512vnni): the
+//     EVEX encoding of the same instructions on ymm, the validation twin (util/simd.h) for CPUs
+//     with AVX512-VNNI and no AVX-VNNI. Built with ymm16-31 reserved (CMakeLists.txt), so that it
+//     has the 16 vector registers the VEX build has.
+// Each build names its entry points with its own suffix (EMBER_AVX2_NAME) and its kernel table
+// accessor as kernels.h declares it (EMBER_AVX2_TABLE).
+#ifndef EMBER_AVX2_VNNI
+#define EMBER_AVX2_VNNI 0
+#endif
+#if EMBER_AVX2_VNNI == 1
+#ifndef __AVXVNNI__
+#error "the avxvnni build needs -mavxvnni"
+#endif
+#define EMBER_AVX2_NAME(x) x##_avxvnni
+#define EMBER_AVX2_TABLE avxvnni_kernels
+#elif EMBER_AVX2_VNNI == 2
+#if !defined(__AVX512VNNI__) || !defined(__AVX512VL__)
+#error "the avxvnni-evex build needs -mavx512vl -mavx512vnni"
+#endif
+#define EMBER_AVX2_NAME(x) x##_avxvnni_evex
+#define EMBER_AVX2_TABLE avxvnni_evex_kernels
+#else
+#define EMBER_AVX2_NAME(x) x##_avx2
+#define EMBER_AVX2_TABLE avx2_kernels
+#endif
+
 namespace ember::ops::detail {
 
-// The K-quant kernels of kernels_kquants_avx2.cpp, for avx2_kernels().
-void q4_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
-void q5_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
-void q6_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
+// The K-quant kernels of kernels_kquants_avx2.cpp (this build's), for its kernel table.
+void EMBER_AVX2_NAME(q4_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
+void EMBER_AVX2_NAME(q5_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
+void EMBER_AVX2_NAME(q6_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
 
 namespace {
+
+// Exact int8 dot products. dot4: int32 lane i = the sum over bytes 4i..4i+3 of u * s (u
+// unsigned, s signed); without VNNI through vpmaddubsw (whose int16 saturation never triggers
+// in these kernels: |u| <= 128 against |s| <= 127, or u <= 63) and vpmaddwd against ones.
+// dot2_acc: acc + the sum of the two int16 products of lane i (vpmaddwd + vpaddd). The same
+// integers in every build, so the same bits.
+#if EMBER_AVX2_VNNI
+// acc + dot4 in one instruction, without saturation (VNNI builds only).
+inline __m256i dpbusd(__m256i acc, __m256i u, __m256i s) {
+#if EMBER_AVX2_VNNI == 1
+  return _mm256_dpbusd_avx_epi32(acc, u, s);
+#else
+  return _mm256_dpbusd_epi32(acc, u, s);
+#endif
+}
+#endif
+inline __m256i dot4(__m256i u, __m256i s, __m256i ones16) {
+#if EMBER_AVX2_VNNI
+  (void)ones16;
+  return dpbusd(_mm256_setzero_si256(), u, s);
+#else
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones16);
+#endif
+}
+inline __m256i dot2_acc(__m256i acc, __m256i a16, __m256i b16) {
+#if EMBER_AVX2_VNNI == 1
+  return _mm256_dpwssd_avx_epi32(acc, a16, b16);
+#elif EMBER_AVX2_VNNI == 2
+  return _mm256_dpwssd_epi32(acc, a16, b16);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(a16, b16));
+#endif
+}
 
 inline float h2f(const uint8_t* p) {
   uint16_t h;

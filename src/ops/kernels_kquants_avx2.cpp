@@ -84,7 +84,7 @@ struct KQuantK {
           for (int r = 0; r < R; ++r) {
             __m256i p16 = _mm256_maddubs_epi16(wq[r], av);
             if constexpr (kQ6) p16 = _mm256_sub_epi16(p16, off);
-            isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(p16, scv[r]));
+            isum[r][t] = dot2_acc(isum[r][t], p16, scv[r]);
           }
         }
       }
@@ -268,7 +268,7 @@ struct KPanel {
                 reinterpret_cast<const __m256i*>(q + t * k + 256 * b + 32 * g));
             __m256i p16 = _mm256_maddubs_epi16(wq, av);
             if constexpr (kQ6) p16 = _mm256_sub_epi16(p16, off[t]);
-            isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(p16, sc));
+            isum[r][t] = dot2_acc(isum[r][t], p16, sc);
           }
         }
       }
@@ -289,13 +289,13 @@ struct KPanel {
 
 }  // namespace
 
-void q4_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+void EMBER_AVX2_NAME(q4_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
   run_panels<KQuantK<TensorType::Q4_K>, KPanel<TensorType::Q4_K>>(W, a, r0, r1, y);
 }
-void q5_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+void EMBER_AVX2_NAME(q5_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
   run_panels<KQuantK<TensorType::Q5_K>, KPanel<TensorType::Q5_K>>(W, a, r0, r1, y);
 }
-void q6_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+void EMBER_AVX2_NAME(q6_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
   run_panels<KQuantK<TensorType::Q6_K>, KPanel<TensorType::Q6_K>>(W, a, r0, r1, y);
 }
 

@@ -35,13 +35,13 @@ using detail::MatmulKernel;
 using gguf::TensorType;
 
 const KernelTable& table_for(SimdLevel level) {
-  static const SimdLevel detected = detect_simd();
-  if (int(level) > int(detected))
-    fail_field("matmul", "SIMD path", std::string("one this CPU supports (at most ") +
-               simd_name(detected) + ")", simd_name(level));
+  if (!simd_supported(level))
+    fail_field("matmul", "SIMD path", "one this CPU supports", simd_name(level));
   switch (level) {
     case SimdLevel::avx512vnni: return detail::avx512vnni_kernels();
     case SimdLevel::avx512: return detail::avx512_kernels();
+    case SimdLevel::avxvnni_evex: return detail::avxvnni_evex_kernels();
+    case SimdLevel::avxvnni: return detail::avxvnni_kernels();
     case SimdLevel::avx2: return detail::avx2_kernels();
     case SimdLevel::scalar: break;
   }

@@ -30,8 +30,8 @@ void axpy_f32(float a, const float* x, float* y, int64_t n) {
 }
 
 void axpy_rows_f32(const float* w, const float* x, int64_t rows, int64_t n, float* y) {
-  const SimdLevel level = active_simd();
-  if (level >= SimdLevel::avx512) return detail::axpy_rows_f32_avx512(w, x, rows, n, y);
+  const SimdLevel level = simd_base(active_simd());
+  if (level == SimdLevel::avx512) return detail::axpy_rows_f32_avx512(w, x, rows, n, y);
   if (level == SimdLevel::avx2) return detail::axpy_rows_f32_avx2(w, x, rows, n, y);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < n; ++i) y[i] = std::fma(w[r], x[r * n + i], y[i]);
@@ -39,8 +39,8 @@ void axpy_rows_f32(const float* w, const float* x, int64_t rows, int64_t n, floa
 
 void dot_f32_keys(const float* q, int64_t nq, const float* kt, int64_t keys, int64_t n,
                   int64_t ld, float scale, float* out, int64_t out_ld) {
-  const SimdLevel level = active_simd();
-  if (level >= SimdLevel::avx512)
+  const SimdLevel level = simd_base(active_simd());
+  if (level == SimdLevel::avx512)
     return detail::dot_f32_keys_avx512(q, nq, kt, keys, n, ld, scale, out, out_ld);
   if (level == SimdLevel::avx2)
     return detail::dot_f32_keys_avx2(q, nq, kt, keys, n, ld, scale, out, out_ld);

@@ -16,8 +16,8 @@ TEST(Version, NamesTheCommitAndTheSimdPath) {
   std::string out;
   ASSERT_EQ(test::run_command(test::ember_binary() + " --version", &out), 0) << out;
   EXPECT_TRUE(std::regex_match(out, std::regex("ember [0-9.]+ \\(build [0-9]+, commit ([0-9a-f]{7,}|unknown)\\)\n"
-                                               "simd: (scalar|avx2|avx512|avx512vnni) \\(this CPU supports up to "
-                                               "(scalar|avx2|avx512|avx512vnni)\\)\n")))
+                                               "simd: (scalar|avx2|avxvnni|avxvnni-evex|avx512|avx512vnni) \\(this CPU supports up to "
+                                               "(scalar|avx2|avxvnni|avx512|avx512vnni)\\)\n")))
       << out;
   EXPECT_NE(out.find(std::string("commit ") + build_commit() + ")"), std::string::npos) << out;
   // The path in use, not only the best one: EMBER_SIMD forces it.

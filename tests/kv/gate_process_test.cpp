@@ -101,7 +101,7 @@ TEST(GateProcess, RefusesAnUnknownSimdPathBeforeRunning) {
   p.executable = "/bin/false";
   p.replay_simd = "neon";
   EXPECT_EQ(test::error_of([&] { run_gate_processes(p); }),
-            "validate-replay: --replay-simd: expected scalar, avx2, avx512 or avx512vnni, found 'neon'");
+            "validate-replay: --replay-simd: expected scalar, avx2, avxvnni, avxvnni-evex, avx512 or avx512vnni, found 'neon'");
   EXPECT_FALSE(std::filesystem::exists(out));
   p.replay_simd = "";
   p.native_simd = "AVX2";

@@ -114,7 +114,7 @@ TEST(ReplayGateCli, UnknownSimdPathIsBadInput) {
                                  out + " --replay-simd neon",
                              &log);
   EXPECT_EQ(rc, 2) << log;
-  EXPECT_EQ(log, "ember: validate-replay: --replay-simd: expected scalar, avx2, avx512 or avx512vnni, found 'neon'\n");
+  EXPECT_EQ(log, "ember: validate-replay: --replay-simd: expected scalar, avx2, avxvnni, avxvnni-evex, avx512 or avx512vnni, found 'neon'\n");
   EXPECT_FALSE(fs::exists(out));
 }
 

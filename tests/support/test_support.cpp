@@ -76,7 +76,7 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 std::vector<SimdLevel> simd_levels_under_test() {
   const std::vector<SimdLevel> levels = supported_simd_levels();
   std::string ran, skipped;
-  for (SimdLevel l : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512, SimdLevel::avx512vnni}) {
+  for (SimdLevel l : all_simd_levels()) {
     bool have = false;
     for (SimdLevel x : levels) have = have || x == l;
     (have ? ran : skipped) += std::string(" ") + simd_name(l);
