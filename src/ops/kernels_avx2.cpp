@@ -202,7 +202,11 @@ struct Q32K {
   static constexpr bool kMin = Layout32<TY>::kMin;
   // bench_matmul 1 avx2 512, Zen 4, best of 5: q8_0 / q5_0 GOP/s 65 / 53 with the one-pass
   // 1 x 4 tile this replaced; two passes at 2 x 4: 73 / 56, 3 x 4: 80 / 60, 4 x 3: 83 / 63.
-  static constexpr int kR = 4, kT = 3;
+  // The VNNI builds (bias trick below) take 6 tokens: bench_matmul 1 avxvnni-evex 512 q8_0,
+  // AMD EPYC Zen 4, a loaded machine, process CPU time, GOP/s: 4 x 3 97, 3 x 4 102, 4 x 4 104,
+  // 4 x 5 111, 4 x 6 113, 4 x 8 112 (avx2 at 4 x 3 86, and 85-86 at 4 x 4 and 4 x 6: its
+  // maddubs + madd + fma per 32 MACs keep two vector ports busy whatever the tile).
+  static constexpr int kR = 4, kT = EMBER_AVX2_VNNI ? 6 : 3;
   static constexpr int64_t kActBytes = 1;
   template <int R, int T>
   static void tile(const uint8_t* const* rows, const Activations& a, int64_t t0, float* out) {
