@@ -37,7 +37,7 @@ struct KernelTable {
 
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();    // only call where the CPU supports AVX2+FMA+F16C
-// The AVX2 kernel source again with vpdpbusd / vpdpwssd on ymm for the int8 dot products
+// The AVX2 kernel source again with vpdpbusd on ymm for the 32-block int8 dot products
 // (kernels_avxvnni.cpp): the VEX encoding (AVX-VNNI), and the EVEX encoding of the same
 // operations (AVX512-VNNI + AVX512VL), the validation twin of util/simd.h.
 const KernelTable& avxvnni_kernels();       // only where the CPU supports AVX-VNNI (and AVX2)

@@ -17,17 +17,18 @@
 #include "ops/kernels.h"
 #include "ops/prefetch.h"
 
-// Which build of the AVX2 kernel source this translation unit is. The source is compiled three
-// times, with only the int8 dot products differing (dot4 / dot2_acc below), the same integers:
-//   EMBER_AVX2_VNNI 0 (kernels_avx2.cpp, kernels_kquants_avx2.cpp): vpmaddubsw + vpmaddwd;
-//   1 (kernels_avxvnni.cpp, kernels_kquants_avxvnni.cpp, -mavxvnni): AVX-VNNI's VEX vpdpbusd /
-//     vpdpwssd on ymm;
-//   2 (kernels_avxvnni_evex.cpp, kernels_kquants_avxvnni_evex.cpp, -mavx512vl -mavx512vnni): the
-//     EVEX encoding of the same instructions on ymm, the validation twin (util/simd.h) for CPUs
-//     with AVX512-VNNI and no AVX-VNNI. Built with ymm16-31 reserved (CMakeLists.txt), so that it
-//     has the 16 vector registers the VEX build has.
-// Each build names its entry points with its own suffix (EMBER_AVX2_NAME) and its kernel table
-// accessor as kernels.h declares it (EMBER_AVX2_TABLE).
+// Which build of the AVX2 kernel source this translation unit is. kernels_avx2.cpp is compiled
+// three times, with only the int8 dot products of the 32-block types differing (dot4 and the
+// Q8_0 tile's bias form, the same integers):
+//   EMBER_AVX2_VNNI 0 (kernels_avx2.cpp): vpmaddubsw + vpmaddwd;
+//   1 (kernels_avxvnni.cpp, -mavxvnni): AVX-VNNI's VEX vpdpbusd on ymm;
+//   2 (kernels_avxvnni_evex.cpp, -mavx512vl -mavx512vnni): the EVEX encoding of the same
+//     instruction on ymm, the validation twin (util/simd.h) for CPUs with AVX512-VNNI and no
+//     AVX-VNNI. Built with ymm16-31 reserved (CMakeLists.txt), so that it has the 16 vector
+//     registers the VEX build has.
+// Each build names its kernel table accessor as kernels.h declares it (EMBER_AVX2_TABLE). The
+// K quants (kernels_kquants_avx2.cpp) are compiled once and shared by the three tables: see
+// dot2_acc below.
 #ifndef EMBER_AVX2_VNNI
 #define EMBER_AVX2_VNNI 0
 #endif
@@ -35,25 +36,22 @@
 #ifndef __AVXVNNI__
 #error "the avxvnni build needs -mavxvnni"
 #endif
-#define EMBER_AVX2_NAME(x) x##_avxvnni
 #define EMBER_AVX2_TABLE avxvnni_kernels
 #elif EMBER_AVX2_VNNI == 2
 #if !defined(__AVX512VNNI__) || !defined(__AVX512VL__)
 #error "the avxvnni-evex build needs -mavx512vl -mavx512vnni"
 #endif
-#define EMBER_AVX2_NAME(x) x##_avxvnni_evex
 #define EMBER_AVX2_TABLE avxvnni_evex_kernels
 #else
-#define EMBER_AVX2_NAME(x) x##_avx2
 #define EMBER_AVX2_TABLE avx2_kernels
 #endif
 
 namespace ember::ops::detail {
 
-// The K-quant kernels of kernels_kquants_avx2.cpp (this build's), for its kernel table.
-void EMBER_AVX2_NAME(q4_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
-void EMBER_AVX2_NAME(q5_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
-void EMBER_AVX2_NAME(q6_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
+// The K-quant kernels of kernels_kquants_avx2.cpp, for the avx2, avxvnni and avxvnni-evex tables.
+void q4_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
+void q5_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
+void q6_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
 
 namespace {
 
@@ -80,14 +78,13 @@ inline __m256i dot4(__m256i u, __m256i s, __m256i ones16) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones16);
 #endif
 }
+// The K quants keep vpmaddwd + vpaddd on the VNNI paths too (one compiled copy, the avx2 one):
+// with vpdpwssd (one instruction, the same integers) bench_matmul 1 avxvnni-evex 512 on the
+// Zen 4 VM measured q4_K 114 against 119-122 GOP/s for avx2, q5_K 113-114 against 117, q6_K
+// 120-122 against 114 (vpdpwssd puts its latency on the accumulator chain, where vpaddd has 1
+// cycle); without it the VNNI builds matched avx2 (q4_K 119, q5_K 117, q6_K 115).
 inline __m256i dot2_acc(__m256i acc, __m256i a16, __m256i b16) {
-#if EMBER_AVX2_VNNI == 1
-  return _mm256_dpwssd_avx_epi32(acc, a16, b16);
-#elif EMBER_AVX2_VNNI == 2
-  return _mm256_dpwssd_epi32(acc, a16, b16);
-#else
   return _mm256_add_epi32(acc, _mm256_madd_epi16(a16, b16));
-#endif
 }
 
 inline float h2f(const uint8_t* p) {

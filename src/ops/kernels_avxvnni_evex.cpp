@@ -1,5 +1,5 @@
 // The avxvnni kernels (kernels_avxvnni.cpp) with the EVEX encoding of the same instructions,
-// vpdpbusd / vpdpwssd on ymm from AVX512-VNNI + AVX512VL (-mavx512vl -mavx512vnni, ymm16-31
+// vpdpbusd on ymm from AVX512-VNNI + AVX512VL (-mavx512vl -mavx512vnni, ymm16-31
 // reserved: CMakeLists.txt). The avxvnni-evex path of util/simd.h: a validation device, so
 // that a CPU with AVX512-VNNI and no AVX-VNNI (Zen 4) runs the avxvnni kernel source in the
 // bit-exactness tests and the benchmarks. Never picked automatically.

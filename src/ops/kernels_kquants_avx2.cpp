@@ -289,13 +289,13 @@ struct KPanel {
 
 }  // namespace
 
-void EMBER_AVX2_NAME(q4_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+void q4_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
   run_panels<KQuantK<TensorType::Q4_K>, KPanel<TensorType::Q4_K>>(W, a, r0, r1, y);
 }
-void EMBER_AVX2_NAME(q5_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+void q5_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
   run_panels<KQuantK<TensorType::Q5_K>, KPanel<TensorType::Q5_K>>(W, a, r0, r1, y);
 }
-void EMBER_AVX2_NAME(q6_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+void q6_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
   run_panels<KQuantK<TensorType::Q6_K>, KPanel<TensorType::Q6_K>>(W, a, r0, r1, y);
 }
 
