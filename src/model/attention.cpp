@@ -44,6 +44,7 @@ void Engine::Impl::project(int layer, const float* x, std::span<const Segment> s
   }
   // Per token: biases, Q/K norm, the pre-RoPE copy for the hook, RoPE, the f16 cache write.
   const bool want_kv = hooks && hooks->on_kv;
+  const bool transform = hooks && hooks->transform_kv;
   float* kp_ = want_kv ? grow(k_pre, size_t(n) * kd) : nullptr;
   const int half = D / 2;
   per_tokens(n, [&](int t0, int t1) {
@@ -74,6 +75,7 @@ void Engine::Impl::project(int layer, const float* x, std::span<const Segment> s
       KvCache& cache = *seg.cache;
       const int pos = seg.pos0 + (t - seg.row0);
       EMBER_DCHECK(pos < cache.capacity);
+      if (transform) hooks->transform_kv(layer, pos, kt, vt);
       for (int g = 0; g < G; ++g) {
         ops::f32_to_f16_row(kt + size_t(g) * D, cache.k_row(layer, g, pos), D);
         ops::f32_to_f16_row(vt + size_t(g) * D, cache.v_row(layer, g, pos), D);

@@ -37,7 +37,8 @@ class Model {
 
 // Observers of a forward pass. Each is called once per layer per call with the rows of the
 // n tokens evaluated, at absolute positions [pos0, pos0 + n). All arrays are f32, row-major.
-// Observing never changes a bit of the result.
+// Observing never changes a bit of the result; transform_kv, the one member that does, is
+// named as such and empty on the canonical path.
 struct ForwardHooks {
   // k_pre: [n][n_kv_heads][head_dim] after Q/K norm (qwen3), before RoPE.
   // k_post: same shape, after RoPE (before rounding to the f16 cache).
@@ -49,6 +50,15 @@ struct ForwardHooks {
   // [n][n_embd]: the residual stream entering layer `boundary` (boundary == n_layers: the
   // output of the last layer, before the final norm).
   std::function<void(int boundary, int pos0, int n, const float* residual)> on_residual;
+  // Not an observer: rewrites each K and V cache row, in place, just before the engine rounds
+  // it to the f16 cache, so every later query of every layer attends over what it wrote.
+  // k, v: [n_kv_heads * head_dim] f32 of one position of `layer` (K after RoPE), the unit a
+  // llama.cpp cache row has; this is how a study makes the engine store what a quantized
+  // llama.cpp cache stores (analysis/kv_quant_study.h). Called from pool threads, several
+  // positions at once: it must be a pure function of its arguments, so that the result stays
+  // independent of the thread count and of prefill vs decode. on_kv sees the rewritten rows.
+  // Empty (the default, and on every canonical path): the cache write is canonical-v1's.
+  std::function<void(int layer, int pos, float* k, float* v)> transform_kv;
 };
 
 struct EngineOptions {
