@@ -44,6 +44,10 @@ CompareReport compare_states(const ComparedState& left, const ComparedState& rig
 CompareReport compare_states(const ComparedState& left, const PerturbedState& right,
                              const CompareOptions& options, ThreadPool* pool = nullptr);
 
+// The K and V cache types a side stands for ("f16"; a foreign cache's source types; for a
+// side perturbed by `p` with --quantize, "q4_0 (emulated in f16, layers 0,1)" on its parts).
+std::pair<std::string, std::string> side_cache_types(const SideSummary& s, const PerturbReceipt* p);
+
 // Canonical JSON: fixed key order, no timing, host, path or process fields, doubles in
 // shortest round-trip form. Same report, same bytes.
 std::string report_json(const CompareReport& r);

@@ -10,6 +10,26 @@
 
 namespace ember::analysis {
 
+// The K and V cache types a side stands for: ember's own caches are f16; a foreign cache names
+// the types its source stored (imported rounded to f16); a quantize perturbation on RIGHT is
+// that type emulated in ember's f16 cache, on the layers and parts its receipt names.
+std::pair<std::string, std::string> side_cache_types(const SideSummary& s, const PerturbReceipt* p) {
+  std::pair<std::string, std::string> t{"f16", "f16"};
+  for (const auto& [k, v] : s.identity.provenance) {
+    if (k == "foreign.cache_type_k") t.first = v;
+    if (k == "foreign.cache_type_v") t.second = v;
+  }
+  if (p && p->spec.quantize) {
+    std::string q = gguf::type_name(uint32_t(*p->spec.quantize)) + " (emulated in f16, layers ";
+    for (size_t i = 0; i < p->spec.layers.size(); ++i) q += (i ? "," : "") + std::to_string(p->spec.layers[i]);
+    q += ")";
+    if (p->spec.part != PerturbPart::v) t.first = q;
+    if (p->spec.part != PerturbPart::k) t.second = q;
+  }
+  return t;
+}
+
+
 namespace {
 
 using ojson = nlohmann::ordered_json;
@@ -21,7 +41,8 @@ std::string prefix_sha256(const std::vector<int32_t>& tokens) {
   return sha256_hex(tokens.data(), tokens.size() * sizeof(int32_t));  // int32 little-endian
 }
 
-ojson side_json(const SideSummary& s) {
+ojson side_json(const SideSummary& s, const PerturbReceipt* p = nullptr) {
+  const auto [ck, cv] = side_cache_types(s, p);
   ojson prov = ojson::object();
   for (const auto& [k, v] : s.identity.provenance) prov[k] = v;
   return ojson{{"kind", s.identity.kind},
@@ -34,6 +55,7 @@ ojson side_json(const SideSummary& s) {
                {"keys_sha256", s.identity.keys_sha256},
                {"values_sha256", s.identity.values_sha256},
                {"resume_token", s.resume_token},
+               {"cache_types", {{"k", ck}, {"v", cv}}},
                {"provenance", prov}};
 }
 
@@ -150,7 +172,7 @@ std::string report_json(const CompareReport& r) {
   j["format"] = "ember.kv-compare-report";
   j["version"] = 1;
   j["left"] = side_json(r.left);
-  j["right"] = side_json(r.right);
+  j["right"] = side_json(r.right, r.perturbation ? &*r.perturbation : nullptr);
   ojson repr = ojson::object();
   for (const auto& [k, v] : r.coords.representation) repr[k] = v;
   j["alignment"] = {{"geometry",
@@ -205,15 +227,17 @@ std::string report_json(const CompareReport& r) {
 
 std::string report_table(const CompareReport& r) {
   std::string o;
-  auto side = [&](const char* name, const SideSummary& s) {
+  auto side = [&](const char* name, const SideSummary& s, const PerturbReceipt* p) {
+    const auto [ck, cv] = side_cache_types(s, p);
     // Strings from the two manifests are escaped (util/printable.h): one line each, no ESC.
     o += std::string(name) + ": " + printable(s.identity.kind) + " state, model " +
          short_id(s.identity.model_identity) + " (" + printable(s.identity.architecture) + ", " +
          printable(s.identity.weights) + "), snapshot " + short_id(s.identity.snapshot_id) +
-         ", resume token " + std::to_string(s.resume_token) + "\n";
+         ", resume token " + std::to_string(s.resume_token) + ", cache K " + printable(ck) + " / V " +
+         printable(cv) + "\n";
   };
-  side("LEFT ", r.left);
-  side("RIGHT", r.right);
+  side("LEFT ", r.left, nullptr);
+  side("RIGHT", r.right, r.perturbation ? &*r.perturbation : nullptr);
   o += "aligned: " + std::to_string(r.coords.n_layers) + " layers x " +
        std::to_string(r.coords.n_kv_heads) + " KV heads x head_dim " +
        std::to_string(r.coords.head_dim) + ", " + std::to_string(r.coords.n_pos) +

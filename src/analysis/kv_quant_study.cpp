@@ -6,11 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
+#include "analysis/kv_cache_plan.h"
 #include "analysis/kv_quantize.h"
 #include "gguf/quantize.h"
 #include "util/error.h"
 #include "util/f16.h"
 #include "util/kl.h"
+#include "util/progress.h"
 
 namespace ember::analysis {
 
@@ -21,32 +23,9 @@ using ojson = nlohmann::ordered_json;
 bool has_k(PerturbPart p) { return p != PerturbPart::v; }
 bool has_v(PerturbPart p) { return p != PerturbPart::k; }
 
-// Indices of the k largest logits, ties to the lower index, as a sorted set.
-std::vector<int32_t> top_k(const float* x, int n, int k) {
-  std::vector<int32_t> idx(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) idx[size_t(i)] = i;
-  k = std::min(k, n);
-  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t b) {
-    return x[a] > x[b] || (x[a] == x[b] && a < b);
-  });
-  idx.resize(size_t(k));
-  std::sort(idx.begin(), idx.end());
-  return idx;
-}
-
-int32_t argmax(const float* x, int n) {
-  int32_t best = 0;
-  for (int i = 1; i < n; ++i)
-    if (x[i] > x[best]) best = i;
-  return best;
-}
-
-void quantize_rows(model::KvCache& c, const KvQuantConfig& cf, KvRotation rot, int begin,
-                   int end) {
-  for (int l = 0; l < c.n_layers; ++l) {
-    if (has_k(cf.part)) quantize_kv_rows(c, KvPart::k, cf.type, rot, l, begin, end, true);
-    if (has_v(cf.part)) quantize_kv_rows(c, KvPart::v, cf.type, rot, l, begin, end, true);
-  }
+KvCachePlan plan_of(const KvQuantConfig& c, int layers) {
+  return KvCachePlan::uniform(layers, has_k(c.part) ? c.type : gguf::TensorType::F16,
+                              has_v(c.part) ? c.type : gguf::TensorType::F16);
 }
 
 // Sums of (q - x)^2 and x^2 per (layer, head) over positions [0, n), f64 in storage order.
@@ -67,9 +46,36 @@ void add_error(const model::KvCache& x, const model::KvCache& q, int n, bool key
     }
 }
 
+KvQuantFigures figures(const KvQuantScore& s) {
+  KvQuantFigures f;
+  const double n = double(s.steps());
+  for (double v : s.kl) f.kl_mean += v;
+  f.kl_mean /= n;
+  f.top1 = double(s.top1_agree) / n;
+  f.dnll = s.dnll / n;
+  return f;
+}
+
 std::string type_str(gguf::TensorType t) { return gguf::type_name(uint32_t(t)); }
 
+ojson figures_json(const KvQuantFigures& f) {
+  return {{"kl_mean", f.kl_mean}, {"top1_agreement", f.top1}, {"dnll", f.dnll}};
+}
+
 }  // namespace
+
+const char* kv_quant_groups_name(KvQuantStudyOptions::Groups g) {
+  using G = KvQuantStudyOptions::Groups;
+  return g == G::none ? "none" : g == G::layers ? "layers" : "heads";
+}
+
+KvQuantStudyOptions::Groups parse_kv_quant_groups(const std::string& s, const char* where, const char* flag) {
+  using G = KvQuantStudyOptions::Groups;
+  if (s == "none") return G::none;
+  if (s == "layers") return G::layers;
+  if (s == "heads") return G::heads;
+  fail_field(where, flag, "none, layers or heads", "'" + s + "'");
+}
 
 KvQuantStudy run_kv_quant_study(model::Engine& engine,
                                 const std::vector<std::vector<int32_t>>& prompts,
@@ -84,76 +90,81 @@ KvQuantStudy run_kv_quant_study(model::Engine& engine,
   if (o.top_k < 1 || o.top_k > 1000) fail_field(where, "--top-k", "1..1000", std::to_string(o.top_k));
   const model::ModelConfig& mc = engine.config();
   for (gguf::TensorType t : o.types) check_kv_quantizable(t, mc.n_kv_heads, mc.head_dim, where);
-  const int C = o.continuation, V = mc.n_vocab, LH = mc.n_layers * mc.n_kv_heads;
+  const int C = o.continuation, V = mc.n_vocab, L = mc.n_layers, G = mc.n_kv_heads, LH = L * G;
 
   KvQuantStudy st;
   st.options = o;
   st.model_identity = engine.model().identity();
-  st.n_layers = mc.n_layers;
-  st.n_kv_heads = mc.n_kv_heads;
+  st.n_layers = L;
+  st.n_kv_heads = G;
   st.head_dim = mc.head_dim;
   struct Acc {
     std::vector<double> kd, kn, vd, vn;
-    double overlap = 0, dnll = 0;
+    KvQuantScore score;
+    std::vector<KvQuantScore> layers, heads;
   };
+  const bool by_layer = o.groups != KvQuantStudyOptions::Groups::none;
+  const bool by_head = o.groups == KvQuantStudyOptions::Groups::heads;
   std::vector<Acc> acc;
+  int64_t runs_per_prompt = 0;
   for (gguf::TensorType t : o.types)
     for (PerturbPart p : o.parts) {
       KvQuantConfig cf;
       cf.type = t;
       cf.part = p;
+      const KvCachePlan plan = plan_of(cf, L);
+      cf.bytes_per_position = plan.bytes_per_position(G, mc.head_dim);
+      cf.bits_per_value = plan.bits_per_value(G, mc.head_dim);
       st.configs.push_back(cf);
+      const bool groups = p == PerturbPart::kv;
       acc.push_back({std::vector<double>(size_t(LH)), std::vector<double>(size_t(LH)),
-                     std::vector<double>(size_t(LH)), std::vector<double>(size_t(LH)), 0, 0});
+                     std::vector<double>(size_t(LH)), std::vector<double>(size_t(LH)), {},
+                     std::vector<KvQuantScore>(groups && by_layer ? size_t(L) : 0),
+                     std::vector<KvQuantScore>(groups && by_head ? size_t(LH) : 0)});
+      runs_per_prompt += 1 + int64_t(acc.back().layers.size() + acc.back().heads.size());
     }
 
+  int usable = 0;
+  for (const std::vector<int32_t>& t : prompts) usable += int(t.size()) >= C + 2;
+  Progress progress("kv-quant " + std::string(kv_quant_mode_name(o.mode)), int64_t(usable) * runs_per_prompt,
+                    "runs");
+  int64_t done = 0;
   for (const std::vector<int32_t>& t : prompts) {
-    const int n = int(t.size());
-    if (n < C + 2) {
+    if (int(t.size()) < C + 2) {
       ++st.skipped;
       continue;
     }
     ++st.prompts;
-    const int Q = n - 1 - C;
-    model::KvCache native = engine.new_cache(n);
-    engine.forward(native, std::span<const int32_t>(t.data(), size_t(Q)));
-    const model::KvCache base = native.copy();
-    // Native logits of the C steps: one batched call (bit-identical to one-by-one decode).
-    const std::vector<float> ref =
-        engine.forward(native, std::span<const int32_t>(t.data() + Q, size_t(C)), nullptr, true);
-    std::vector<std::vector<double>> ref_ls;
-    std::vector<std::vector<int32_t>> ref_top;
-    for (int i = 0; i < C; ++i) {
-      ref_ls.push_back(log_softmax(ref.data() + size_t(i) * V, size_t(V)));
-      ref_top.push_back(top_k(ref.data() + size_t(i) * V, V, o.top_k));
-    }
+    const KvQuantReference ref = make_reference(engine, t, C, o.top_k);
+    const int Q = ref.q;
     for (size_t ci = 0; ci < st.configs.size(); ++ci) {
-      KvQuantConfig& cf = st.configs[ci];
+      const KvQuantConfig& cf = st.configs[ci];
       Acc& a = acc[ci];
-      model::KvCache q = base.copy();
-      quantize_rows(q, cf, o.rotation, 0, Q);
-      add_error(base, q, Q, true, a.kd, a.kn);
-      add_error(base, q, Q, false, a.vd, a.vn);
-      for (int i = 0; i < C; ++i) {
-        const std::vector<float> lg = engine.forward(q, std::span<const int32_t>(&t[size_t(Q + i)], 1));
-        quantize_rows(q, cf, o.rotation, Q + i, Q + i + 1);
-        const float* r = ref.data() + size_t(i) * V;
-        const std::optional<double> kl = kl_divergence(r, lg.data(), size_t(V));
-        if (!kl) fail(where, "non-finite logits at prompt " + std::to_string(st.prompts - 1));
-        cf.kl.push_back(*kl);
-        cf.top1_agree += argmax(r, V) == argmax(lg.data(), V);
-        const std::vector<int32_t> tk = top_k(lg.data(), V, o.top_k);
-        std::vector<int32_t> both;
-        std::set_intersection(ref_top[size_t(i)].begin(), ref_top[size_t(i)].end(), tk.begin(),
-                              tk.end(), std::back_inserter(both));
-        a.overlap += double(both.size()) / double(ref_top[size_t(i)].size());
-        const int32_t next = t[size_t(Q + i + 1)];
-        const std::vector<double> ls = log_softmax(lg.data(), size_t(V));
-        a.dnll += -ls[size_t(next)] + ref_ls[size_t(i)][size_t(next)];
+      const KvCachePlan plan = plan_of(cf, L);
+      a.score.add(ref, run_plan(engine, ref, plan, o.mode, o.rotation), V, o.top_k, where);
+      progress.update(++done);
+      // The format's error on the native prefix rows, whatever the mode.
+      model::KvCache q = ref.prefix.copy();
+      plan.apply(o.rotation, q, 0, Q);
+      add_error(ref.prefix, q, Q, true, a.kd, a.kn);
+      add_error(ref.prefix, q, Q, false, a.vd, a.vn);
+      // One layer, then one (layer, head), at a time.
+      for (size_t l = 0; l < a.layers.size(); ++l) {
+        KvCachePlan one = KvCachePlan::uniform(L, gguf::TensorType::F16, gguf::TensorType::F16);
+        one.k[l] = one.v[l] = cf.type;
+        a.layers[l].add(ref, run_plan(engine, ref, one, o.mode, o.rotation), V, o.top_k, where);
+        progress.update(++done);
+        for (int h = 0; h < G && !a.heads.empty(); ++h) {
+          one.head = h;
+          a.heads[l * size_t(G) + size_t(h)].add(ref, run_plan(engine, ref, one, o.mode, o.rotation), V,
+                                                  o.top_k, where);
+          progress.update(++done);
+        }
       }
     }
     st.steps += C;
   }
+  progress.finish();
   if (st.prompts == 0)
     fail_field(where, "--prompts", "at least one prompt of " + std::to_string(C + 2) +
                                        " or more tokens (--continuation + 2)",
@@ -169,16 +180,16 @@ KvQuantStudy run_kv_quant_study(model::Engine& engine,
       cf.k_rel_err_mean += cf.k_rel_err[size_t(i)] / LH;
       cf.v_rel_err_mean += cf.v_rel_err[size_t(i)] / LH;
     }
-    std::vector<double> sorted = cf.kl;
-    std::sort(sorted.begin(), sorted.end());
-    double sum = 0;
-    for (double v : cf.kl) sum += v;
-    cf.kl_mean = sum / double(cf.kl.size());
-    cf.kl_max = sorted.back();
-    const size_t rank = size_t(std::ceil(0.99 * double(sorted.size())));
-    cf.kl_p99 = sorted[std::max<size_t>(rank, 1) - 1];
-    cf.topk_overlap = a.overlap / double(st.steps);
-    cf.dnll = a.dnll / double(st.steps);
+    cf.kl = a.score.kl;
+    const KlSummary k = summarize_kl(cf.kl);
+    cf.kl_mean = k.mean;
+    cf.kl_p99 = k.p99;
+    cf.kl_max = k.max;
+    cf.top1_agree = a.score.top1_agree;
+    cf.topk_overlap = a.score.overlap / double(st.steps);
+    cf.dnll = a.score.dnll / double(st.steps);
+    for (const KvQuantScore& s : a.layers) cf.per_layer.push_back(figures(s));
+    for (const KvQuantScore& s : a.heads) cf.per_layer_head.push_back(figures(s));
   }
   return st;
 }
@@ -186,12 +197,18 @@ KvQuantStudy run_kv_quant_study(model::Engine& engine,
 std::string KvQuantStudy::json() const {
   ojson j;
   j["study"] = "kv-quant";
-  j["version"] = 1;
+  j["version"] = 2;
   j["model"] = {{"identity", model_identity},
                 {"path", model_path},
                 {"geometry", {{"layers", n_layers}, {"kv_heads", n_kv_heads}, {"head_dim", head_dim}}}};
   j["prompts"] = {{"path", prompts_path}, {"used", prompts}, {"skipped_too_short", skipped}};
   j["protocol"] = {
+      {"mode", kv_quant_mode_name(options.mode)},
+      {"mode_means", options.mode == KvQuantMode::in_loop
+                         ? "every K/V row quantized as the engine writes it, over the whole prompt (as llama.cpp -ctk/-ctv)"
+                         : "prefix only: a finished native prefix quantized once, then the continuation's rows; "
+                           "not what llama.cpp runs"},
+      {"groups", kv_quant_groups_name(options.groups)},
       {"continuation", options.continuation},
       {"top_k", options.top_k},
       {"steps_per_config", steps},
@@ -203,25 +220,39 @@ std::string KvQuantStudy::json() const {
       {"kl", "KL(softmax(native) || softmax(quantized)) of the next-token distribution, nats"},
       {"kl_p99", "nearest rank: the ceil(0.99 N)-th smallest"},
       {"dnll", "mean NLL(quantized) - NLL(native) of the reference next token"},
-      {"rel_err", "sqrt(sum (q - x)^2 / sum x^2) per (layer, KV head) over every prompt's prefix"}};
+      {"rel_err", "sqrt(sum (q - x)^2 / sum x^2) per (layer, KV head) over every prompt's native prefix"},
+      {"per_layer", "K+V of that layer only quantized, every other layer f16"},
+      {"per_layer_head", "[layer * kv_heads + head]: that KV head of that layer only (its row quantized whole, "
+                         "the other heads' values kept)"}};
   ojson cfgs = ojson::array();
   for (const KvQuantConfig& c : configs) {
+    ojson layers = ojson::array(), heads = ojson::array();
+    for (const KvQuantFigures& f : c.per_layer) layers.push_back(figures_json(f));
+    for (const KvQuantFigures& f : c.per_layer_head) heads.push_back(figures_json(f));
     cfgs.push_back({{"type", type_str(c.type)},
                     {"part", perturb_part_name(c.part)},
+                    {"cache_type_k", has_k(c.part) ? type_str(c.type) : "f16"},
+                    {"cache_type_v", has_v(c.part) ? type_str(c.type) : "f16"},
+                    {"bytes_per_position", c.bytes_per_position},
+                    {"bits_per_value", c.bits_per_value},
                     {"kl", {{"mean", c.kl_mean}, {"p99", c.kl_p99}, {"max", c.kl_max}}},
                     {"top1_agreement", steps ? double(c.top1_agree) / double(steps) : 0.0},
                     {"top1_agree", c.top1_agree},
                     {"topk_overlap", c.topk_overlap},
                     {"dnll", c.dnll},
                     {"k_rel_err", {{"mean", c.k_rel_err_mean}, {"per_layer_head", c.k_rel_err}}},
-                    {"v_rel_err", {{"mean", c.v_rel_err_mean}, {"per_layer_head", c.v_rel_err}}}});
+                    {"v_rel_err", {{"mean", c.v_rel_err_mean}, {"per_layer_head", c.v_rel_err}}},
+                    {"per_layer", layers},
+                    {"per_layer_head", heads}});
   }
   j["configs"] = cfgs;
   return j.dump(2) + "\n";
 }
 
 std::string KvQuantStudy::table() const {
-  std::string o = "kv-quant study: " + std::to_string(prompts) + " prompts (" +
+  std::string o = std::string("kv-quant study, mode ") + kv_quant_mode_name(options.mode) +
+                  (options.mode == KvQuantMode::prefix ? " (prefix only: not what llama.cpp runs)" : "") + ": " +
+                  std::to_string(prompts) + " prompts (" +
                   std::to_string(skipped) + " too short), " + std::to_string(steps) +
                   " next-token distributions per config, continuation " +
                   std::to_string(options.continuation) + ", top-" + std::to_string(options.top_k) +
@@ -239,6 +270,16 @@ std::string KvQuantStudy::table() const {
                   steps ? double(c.top1_agree) / double(steps) : 0.0, c.topk_overlap, c.dnll,
                   c.k_rel_err_mean, c.v_rel_err_mean);
     o += line;
+  }
+  // Per layer: KL mean of each type's K+V with only that layer quantized.
+  for (const KvQuantConfig& c : configs) {
+    if (c.per_layer.empty()) continue;
+    o += "per layer, " + type_str(c.type) + " K+V, KL mean (top-1):";
+    for (size_t l = 0; l < c.per_layer.size(); ++l) {
+      std::snprintf(line, sizeof line, "  L%zu %.3e (%.3f)", l, c.per_layer[l].kl_mean, c.per_layer[l].top1);
+      o += line;
+    }
+    o += "\n";
   }
   return o;
 }

@@ -2,20 +2,19 @@
 // What each llama.cpp KV-cache quantization type costs, measured on ember's engine
 // (docs/kv-quantization.md): `ember study kv-quant`.
 //
-// Per prompt t[0..n): the native f16 cache of t[0..Q), Q = n - 1 - C, is quantized for each
-// (type, part) as llama.cpp's --cache-type-k/-v does (analysis/kv_quantize.h, every layer);
-// then the C reference tokens t[Q..Q+C) are teacher-forced one at a time into both caches,
-// and each newly written row of the quantized cache is quantized in turn, so the continuation
-// reads a cache quantized as llama.cpp's is. At each step the next-token distributions are
-// compared: KL(native || quantized), top-1 agreement, top-k overlap, and the NLL of the
-// reference token t[Q+i+1] (dNLL = quantized - native). The current token attends to its
-// own K/V before that row is quantized (one row of Q+i+1; llama.cpp quantizes it first).
-// Per (layer, KV head) the relative error ||q - x|| / ||x|| of the prefix K and V, pooled
-// over the prompts.
+// Per prompt t[0..n), with Q = n - 1 - C, the C next-token distributions after t[Q..Q+C) of a
+// quantized cache are compared with the native run's (analysis/kv_quant_run.h): by default
+// in-loop, every K/V row quantized (and rotated) as the engine writes it, over the whole
+// prompt, as llama.cpp does; or, labelled "prefix", a finished native prefix quantized once.
+// Each (type, part) quantizes every layer; then, per type (K and V both), one layer at a time
+// and one (layer, KV head) at a time, so the report says where the KL comes from. Per
+// (layer, KV head) also the relative error ||q - x|| / ||x|| of the native prefix K and V
+// quantized, pooled over the prompts: a property of the format, not of the model's use of it.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "analysis/kv_quant_run.h"
 #include "analysis/perturb.h"
 #include "gguf/types.h"
 #include "model/engine.h"
@@ -31,6 +30,17 @@ struct KvQuantStudyOptions {
   // llama.cpp's Hadamard rotation of quantized K/V modelled (default, as llama.cpp v0.5.0
   // stores them; a no-op unless head_dim is a multiple of 64) or not (analysis/kv_quantize.h).
   KvRotation rotation = KvRotation::llamacpp;
+  KvQuantMode mode = KvQuantMode::in_loop;
+  // Per-layer and per-(layer, KV head) figures for each type's K+V: none, layers, or heads
+  // (layers and heads; the default).
+  enum class Groups { none, layers, heads } groups = Groups::heads;
+};
+const char* kv_quant_groups_name(KvQuantStudyOptions::Groups g);  // "none" | "layers" | "heads"
+KvQuantStudyOptions::Groups parse_kv_quant_groups(const std::string& s, const char* where, const char* flag);
+
+// KL mean, top-1 agreement and mean NLL change of one plan over every (prompt, step).
+struct KvQuantFigures {
+  double kl_mean = 0, top1 = 0, dnll = 0;
 };
 
 struct KvQuantConfig {
@@ -45,6 +55,11 @@ struct KvQuantConfig {
   double topk_overlap = 0;  // mean |top-k(native) & top-k(quantized)| / k
   double dnll = 0;          // mean NLL(quantized) - NLL(native) of the reference token
   double k_rel_err_mean = 0, v_rel_err_mean = 0;  // over (layer, head)
+  uint64_t bytes_per_position = 0;  // llama.cpp's cache, every layer's K and V row
+  double bits_per_value = 0;
+  // K+V configurations with groups: [layer] only that layer quantized; [layer * n_kv_heads +
+  // head] only that head of that layer (empty otherwise).
+  std::vector<KvQuantFigures> per_layer, per_layer_head;
 };
 
 struct KvQuantStudy {

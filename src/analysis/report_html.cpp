@@ -142,12 +142,14 @@ std::string code(const std::string& s) { return "<code>" + escape(s) + "</code>"
 
 std::string report_html(const CompareReport& r, const html::Stamp& stamp) {
   std::string o = html::page_begin("ember kv compare", stamp);
-  html::Table ids{{"", "kind", "model", "arch, weights", "snapshot", "resume token"}, {}, {false, false, false, false, false, true}, ""};
-  for (const auto* s : {&r.left, &r.right})
+  html::Table ids{{"", "kind", "model", "arch, weights", "snapshot", "resume token", "cache K / V"}, {}, {false, false, false, false, false, true, false}, ""};
+  for (const auto* s : {&r.left, &r.right}) {
+    const auto [ck, cv] = side_cache_types(*s, s == &r.right && r.perturbation ? &*r.perturbation : nullptr);
     ids.rows.push_back({s == &r.left ? "LEFT (reference)" : "RIGHT", escape(s->identity.kind),
                         code(s->identity.model_identity), escape(s->identity.architecture + ", " + s->identity.weights),
                         code(s->identity.snapshot_id.empty() ? "-" : s->identity.snapshot_id),
-                        std::to_string(s->resume_token)});
+                        std::to_string(s->resume_token), escape(ck + " / " + cv)});
+  }
   o += html::table(ids);
   o += "<p>Aligned: " + std::to_string(r.coords.n_layers) + " layers, " + std::to_string(r.coords.n_kv_heads) +
        " KV heads, head dim " + std::to_string(r.coords.head_dim) + ", " + std::to_string(r.coords.n_pos) +

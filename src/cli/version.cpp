@@ -16,6 +16,8 @@ std::string build_text() {
 
 }  // namespace
 
+std::string producer_text() { return build_text(); }
+
 std::string version_text() {
   return build_text() + "\nsimd: " + simd_name(active_simd()) + " (this CPU supports up to " +
          simd_name(detect_simd()) + ")";

@@ -12,6 +12,8 @@ namespace ember::cli {
 // `ember --version`: the release, the commit and commit count it was built from, and the SIMD
 // path the engine runs on here (EMBER_SIMD, else the best this CPU has).
 std::string version_text();
+// "ember 0.1.0 (build N, commit H)": the producer a report or certificate names.
+std::string producer_text();
 
 // The stamp of a report made now from `inputs` ((role, path) pairs; empty paths are left out):
 // the release, commit and commit count, and the current time in ISO-8601 UTC.

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "contract/certificate.h"
 #include "contract/json_schema.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -176,6 +177,7 @@ DocumentCheck validate_document(const json& doc, std::string_view where) {
   stem = stem.substr(0, stem.find(".schema.json"));
   std::vector<std::string> errors = schema.validate(doc);
   if (errors.empty()) errors = receipt_consistency(doc);  // only meaningful on a valid shape
+  if (errors.empty()) errors = certificate_consistency(doc);
   return {stem, errors};
 }
 

@@ -49,8 +49,8 @@ TEST(KvQuantStudy, FiguresAreOrderedAndReproducible) {
   const nlohmann::json j = nlohmann::json::parse(a.json());
   EXPECT_EQ(j["configs"][3]["type"], "q4_0");
   EXPECT_EQ(j["configs"][3]["part"], "kv");
-  // The page: a K and a V map per K+V configuration, each with its colour legend and a hover
-  // title on every (layer, head) cell.
+  // The page: a K and a V error map and a KL map (one (layer, head) quantized at a time) per K+V
+  // configuration, each with its colour legend and a hover title on every (layer, head) cell.
   const std::string html = a.html();
   auto count = [&](const std::string& what) {
     size_t n = 0;
@@ -60,9 +60,9 @@ TEST(KvQuantStudy, FiguresAreOrderedAndReproducible) {
   size_t kv_configs = 0;
   for (const KvQuantConfig& c : a.configs) kv_configs += c.part == PerturbPart::kv;
   ASSERT_GT(kv_configs, 0u);
-  EXPECT_EQ(count("<svg class=\"heatmap\""), 2 * kv_configs);
-  EXPECT_EQ(count("<g class=\"legend\">"), 2 * kv_configs);
-  EXPECT_EQ(count("<title>layer "), 2 * kv_configs * size_t(a.n_layers * a.n_kv_heads));
+  EXPECT_EQ(count("<svg class=\"heatmap\""), 3 * kv_configs);
+  EXPECT_EQ(count("<g class=\"legend\">"), 3 * kv_configs);
+  EXPECT_EQ(count("<title>layer "), 3 * kv_configs * size_t(a.n_layers * a.n_kv_heads));
   EXPECT_EQ(html.find("<script"), std::string::npos);
 }
 
