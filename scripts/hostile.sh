@@ -398,6 +398,28 @@ hostile_synth_outliers() {
   done
 }
 
+# Issue 34: study kv-quant's new flags refused with exit 2, one line naming the flag; its
+# certificate validates, and an edited one (a figure changed, the seal not recomputed) does not.
+hostile_kv_quant() {
+  local out rc flag
+  printf 'the quick brown fox jumps over the lazy dog\nthe lazy dog sleeps under the brown tree all day\n' >kvq-prompts.txt
+  for flag in "--budget kl<0.1" "--budget kl<=0.1,top1>=2" "--mode inloop" "--groups all" "--chunks 2" \
+    "--certificate kvq-none.json"; do
+    # shellcheck disable=SC2086
+    out=$(ember study kv-quant --model small.gguf --prompts kvq-prompts.txt --continuation 2 $flag 2>&1); rc=$?
+    if ((rc == 2)) && [[ "$out" == *"${flag%% *}"* && $(wc -l <<<"$out") -eq 1 ]]; then ok "kv-quant: $flag refused"
+    else broken "kv-quant: $flag (rc $rc): $out"; fi
+  done
+  if ember study kv-quant --model small.gguf --prompts kvq-prompts.txt --continuation 2 --types q8_0 \
+    --budget "kl<=10" --certificate kvq-cert.json >/dev/null 2>&1 && ember contract validate kvq-cert.json >/dev/null 2>&1; then
+    ok "kv-quant: certificate written and valid"
+  else broken "kv-quant: certificate not written or not valid"; fi
+  python3 -c "import json; d = json.load(open('kvq-cert.json')); d['measured']['held_out']['kl_mean'] = 0.0; json.dump(d, open('kvq-cert-edited.json', 'w'))"
+  out=$(ember contract validate kvq-cert-edited.json 2>&1); rc=$?
+  if ((rc == 1)) && [[ "$out" == *"/seal: expected"* ]]; then ok "kv-quant: edited certificate refused by its seal"
+  else broken "kv-quant: edited certificate (rc $rc): $out"; fi
+}
+
 main() {
   local start=$SECONDS
   setup
@@ -412,6 +434,7 @@ main() {
   hostile_store_bad_paths
   hostile_round2
   hostile_synth_outliers
+  hostile_kv_quant
   # Resource limits (threads, positions, huge -n): their own script, same contract.
   if bash "$HERE/hostile-limits.sh" "$EMBER" "$HERE/../../shared/models" "$WORK/limits"; then ok "hostile-limits.sh"; else broken "hostile-limits.sh"; fi
   echo "hostile.sh: $BROKEN broken promise(s), $((SECONDS - start)) s"

@@ -50,11 +50,17 @@ KvQuantReference make_reference(model::Engine& engine, const std::vector<int32_t
   r.tokens = &t;
   r.c = c;
   r.q = n - 1 - c;
-  model::KvCache native = engine.new_cache(r.q + c);
-  engine.forward(native, std::span<const int32_t>(t.data(), size_t(r.q)));
-  r.prefix = native.copy();
-  // One batched call: bit-identical to one-by-one decode (canonical-v1).
-  r.logits = engine.forward(native, std::span<const int32_t>(t.data() + r.q, size_t(c)), nullptr, true);
+  const int P = r.q + c, E = engine.config().n_embd;
+  r.native = engine.new_cache(P);
+  r.residual.resize(size_t(engine.config().n_layers));
+  model::ForwardHooks hooks;
+  hooks.on_residual = [&](int boundary, int, int rows, const float* x) {
+    if (boundary < int(r.residual.size())) r.residual[size_t(boundary)].assign(x, x + size_t(rows) * E);
+  };
+  // One call over the whole prompt: bit-identical to prefill then one-by-one decode
+  // (canonical-v1); only the last C rows' logits are kept.
+  const std::vector<float> all = engine.forward(r.native, std::span<const int32_t>(t.data(), size_t(P)), &hooks, true);
+  r.logits.assign(all.begin() + ptrdiff_t(size_t(r.q) * V), all.end());
   for (int i = 0; i < c; ++i) {
     r.log_p.push_back(log_softmax(r.logits.data() + size_t(i) * V, size_t(V)));
     r.top.push_back(top_k_of(r.logits.data() + size_t(i) * V, V, top_k));
@@ -75,15 +81,25 @@ std::vector<float> run_plan(model::Engine& engine, const KvQuantReference& ref, 
       hooks.transform_kv = [&plan, rotation, G = mc.n_kv_heads, D = mc.head_dim](int layer, int, float* k, float* v) {
         plan.apply(rotation, layer, G, D, k, v);
       };
-    model::KvCache cache = engine.new_cache(Q + C);
-    std::vector<float> x(size_t(Q + C) * E);
-    engine.embed(std::span<const int32_t>(t, size_t(Q + C)), x.data());
-    engine.run_layers(0, mc.n_layers, cache, 0, Q + C, x.data(), &hooks);
+    // Layers before the first quantized one compute exactly the native run: start after them,
+    // from its residual and with its rows of those layers.
+    int first = 0;
+    while (first < mc.n_layers && !plan.quantizes(first)) ++first;
+    if (first == mc.n_layers) first = 0;  // nothing quantized: the whole canonical run
+    model::KvCache cache = ref.native.copy();
+    std::vector<float> x;
+    if (first > 0) {
+      x = ref.residual[size_t(first)];
+    } else {
+      x.resize(size_t(Q + C) * E);
+      engine.embed(std::span<const int32_t>(t, size_t(Q + C)), x.data());
+    }
+    engine.run_layers(first, mc.n_layers, cache, 0, Q + C, x.data(), &hooks);
     engine.lm_head(x.data() + size_t(Q) * E, C, logits.data());
     return logits;
   }
-  model::KvCache cache = ref.prefix.copy();
-  cache.reserve(Q + C);
+  model::KvCache cache = ref.native.copy();  // rows [Q, Q+C) are rewritten by the decode below
+  cache.n_pos = Q;
   plan.apply(rotation, cache, 0, Q);
   for (int i = 0; i < C; ++i) {
     const std::vector<float> lg = engine.forward(cache, std::span<const int32_t>(t + Q + i, 1));

@@ -29,7 +29,10 @@ KvQuantMode parse_kv_quant_mode(const std::string& s, const char* where, const c
 struct KvQuantReference {
   const std::vector<int32_t>* tokens = nullptr;
   int q = 0, c = 0;                          // Q, C
-  model::KvCache prefix;                     // the native f16 cache of t[0..Q)
+  model::KvCache native;                     // the native f16 cache of t[0..Q+C)
+  // [layer][(Q+C) * n_embd]: the native residual entering each layer, so that an in-loop run
+  // whose first quantized layer is f starts there (partial execution composes to the same bits).
+  std::vector<std::vector<float>> residual;
   std::vector<float> logits;                 // [C][n_vocab] after t[Q+i]
   std::vector<std::vector<double>> log_p;    // [C][n_vocab] log softmax of logits
   std::vector<std::vector<int32_t>> top;     // [C] top-k indices, sorted

@@ -144,10 +144,10 @@ KvQuantStudy run_kv_quant_study(model::Engine& engine,
       a.score.add(ref, run_plan(engine, ref, plan, o.mode, o.rotation), V, o.top_k, where);
       progress.update(++done);
       // The format's error on the native prefix rows, whatever the mode.
-      model::KvCache q = ref.prefix.copy();
+      model::KvCache q = ref.native.copy();
       plan.apply(o.rotation, q, 0, Q);
-      add_error(ref.prefix, q, Q, true, a.kd, a.kn);
-      add_error(ref.prefix, q, Q, false, a.vd, a.vn);
+      add_error(ref.native, q, Q, true, a.kd, a.kn);
+      add_error(ref.native, q, Q, false, a.vd, a.vn);
       // One layer, then one (layer, head), at a time.
       for (size_t l = 0; l < a.layers.size(); ++l) {
         KvCachePlan one = KvCachePlan::uniform(L, gguf::TensorType::F16, gguf::TensorType::F16);
