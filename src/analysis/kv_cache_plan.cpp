@@ -106,6 +106,17 @@ void KvCachePlan::apply(KvRotation rotation, int layer, int n_kv_heads, int head
   apply_row(v[size_t(layer)], rotation, KvPart::v, head, n_kv_heads, head_dim, vr);
 }
 
+void KvCachePlan::apply_query(KvRotation rotation, int layer, int head_dim, const float* q, float* out) const {
+  if (k[size_t(layer)] == TensorType::F16 || head_dim % 32 != 0) {
+    for (int i = 0; i < head_dim; ++i) out[i] = f16_to_f32(f32_to_f16(q[i]));
+    return;
+  }
+  thread_local std::vector<uint8_t> blocks;
+  blocks.resize(size_t(gguf::row_bytes(TensorType::Q8_0, uint64_t(head_dim))));
+  quantize_kv_row(TensorType::Q8_0, kv_rotation_block(rotation, head_dim, KvPart::k), q, blocks.data(), out,
+                  head_dim);
+}
+
 void KvCachePlan::apply(KvRotation rotation, model::KvCache& c, int pos_begin, int pos_end) const {
   EMBER_CHECK(int(k.size()) == c.n_layers && int(v.size()) == c.n_layers);
   EMBER_CHECK(pos_begin >= 0 && pos_begin <= pos_end && pos_end <= c.capacity);

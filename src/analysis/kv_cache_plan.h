@@ -40,6 +40,12 @@ struct KvCachePlan {
   // what the planned cache stores, dequantized and unrotated into the model's basis. A no-op
   // for a layer the plan leaves at f16. Pure: callable from several threads at once.
   void apply(KvRotation rotation, int layer, int n_kv_heads, int head_dim, float* k, float* v) const;
+  // A query head row of `layer` (f32 [head_dim], after RoPE) as llama.cpp's CPU flash attention
+  // reads it: when K of that layer is quantized, converted to K's vec-dot type (q8_0; q8_1 for
+  // q4_1/q5_1 holds the same values) after K's rotation, and rotated back; otherwise rounded to
+  // f16 (ember's canonical attention operand, bit for bit). head_dim not a multiple of 32 is
+  // rounded to f16 (llama.cpp refuses such quantized caches). Pure, like apply().
+  void apply_query(KvRotation rotation, int layer, int head_dim, const float* q, float* out) const;
   // The same on the f16 rows of `cache` at positions [pos_begin, pos_end) of every layer:
   // widened to f32, apply(), rounded to f16 (nearest even): quantize_kv_rows' result for a
   // plan of every head.

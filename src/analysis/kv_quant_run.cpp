@@ -77,10 +77,16 @@ std::vector<float> run_plan(model::Engine& engine, const KvQuantReference& ref, 
   if (mode == KvQuantMode::in_loop) {
     // embed + run_layers + lm_head are forward()'s own steps; the LM head only for the C rows.
     model::ForwardHooks hooks;
-    if (plan.quantizes_any())
+    if (plan.quantizes_any()) {
       hooks.transform_kv = [&plan, rotation, G = mc.n_kv_heads, D = mc.head_dim](int layer, int, float* k, float* v) {
         plan.apply(rotation, layer, G, D, k, v);
       };
+      // llama.cpp converts Q to q8_0 where K is quantized; a layer's, not one head's, affair.
+      if (plan.head < 0)
+        hooks.transform_q = [&plan, rotation, D = mc.head_dim](int layer, const float* q, float* out) {
+          plan.apply_query(rotation, layer, D, q, out);
+        };
+    }
     // Layers before the first quantized one compute exactly the native run: start after them,
     // from its residual and with its rows of those layers.
     int first = 0;

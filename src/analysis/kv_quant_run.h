@@ -7,7 +7,10 @@
 // the NLL change of the reference token t[Q+i+1]). How the plan reaches the cache:
 // - in-loop (the default): every K/V row is replaced by what the planned cache stores as the
 //   engine writes it (ForwardHooks::transform_kv), over the whole prompt, so every later
-//   position and layer attends over quantized rows: what llama.cpp does with -ctk/-ctv.
+//   position and layer attends over quantized rows: what llama.cpp does with -ctk/-ctv. And
+//   where K is quantized, each query head row is converted to q8_0 as llama.cpp's CPU flash
+//   attention converts Q to the vec-dot type of K (ForwardHooks::transform_q;
+//   KvCachePlan::apply_query), except in the one-head plans (the conversion is the layer's).
 // - prefix: the native f16 cache of t[0..Q) is quantized once, then t[Q..Q+C) are decoded one
 //   at a time, each row they write quantized after its own step (the token attends to its own
 //   row unquantized). Only the continuation sees quantized rows: not what llama.cpp runs; kept

@@ -114,7 +114,8 @@ constexpr int kQueryTile = 16;   // query tokens per task
 constexpr int kTransposeQueries = 8;
 }  // namespace
 
-void Engine::Impl::attend(int layer, std::span<const Segment> segs, int n_rows) {
+void Engine::Impl::attend(int layer, std::span<const Segment> segs, int n_rows, const ForwardHooks* hooks) {
+  const bool transform_q = hooks && hooks->transform_q;
   const int D = cfg.head_dim, H = cfg.n_heads, G = cfg.n_kv_heads;
   const int group = H / G;
   const size_t qd = size_t(H) * D;
@@ -164,6 +165,10 @@ void Engine::Impl::attend(int layer, std::span<const Segment> segs, int n_rows) 
       for (int h = h0; h < h1; ++h)
         for (int t = t0; t < t1; ++t) {
           float* dst = qf.data() + (size_t(h - h0) * nt + size_t(t - t0)) * D;
+          if (transform_q) {
+            hooks->transform_q(layer, q_ + size_t(t) * qd + size_t(h) * D, dst);
+            continue;
+          }
           ops::f32_to_f16_row(q_ + size_t(t) * qd + size_t(h) * D, half.data(), D);
           ops::f16_to_f32_row(half.data(), dst, D);
         }

@@ -73,7 +73,7 @@ void Engine::Impl::run_layers(int first, int last, std::span<const Segment> segs
   for (int l = first; l < last; ++l) {
     if (hooks && hooks->on_residual) hooks->on_residual(l, pos0, rows, x);
     project(l, x, segs, rows, true, hooks);
-    attend(l, segs, rows);
+    attend(l, segs, rows, hooks);
     finish_layer(l, rows, pos0, x, hooks);
   }
   if (hooks && hooks->on_residual) hooks->on_residual(last, pos0, rows, x);

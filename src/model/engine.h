@@ -59,6 +59,12 @@ struct ForwardHooks {
   // independent of the thread count and of prefill vs decode. on_kv sees the rewritten rows.
   // Empty (the default, and on every canonical path): the cache write is canonical-v1's.
   std::function<void(int layer, int pos, float* k, float* v)> transform_kv;
+  // Not an observer either: how attention reads each query head row of `layer`. q: [head_dim]
+  // f32 after RoPE; out: [head_dim], what the scores are computed from. Empty (canonical): out
+  // is q rounded to f16, like the cached keys it meets. A study sets it where llama.cpp's CPU
+  // flash attention converts Q to the vec-dot type of a quantized K (q8_0 blocks). Called
+  // from pool threads: a pure function of its arguments, like transform_kv.
+  std::function<void(int layer, const float* q, float* out)> transform_q;
 };
 
 struct EngineOptions {

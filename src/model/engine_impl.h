@@ -75,7 +75,8 @@ struct Engine::Impl {
   void project(int layer, const float* x, std::span<const Segment> segs, int rows, bool with_q,
                const ForwardHooks* hooks);
   // att (rows, H*D) from q: each segment's queries over its own cache rows [0, pos0+n).
-  void attend(int layer, std::span<const Segment> segs, int rows);
+  // hooks: only transform_q is read (the query rows as attention reads them).
+  void attend(int layer, std::span<const Segment> segs, int rows, const ForwardHooks* hooks);
   // x += W_o att; x += FFN(x). pos0 is only reported to the hooks.
   void finish_layer(int layer, int n, int pos0, float* x, const ForwardHooks* hooks);
   // Layers [first, last) over the call's rows (prepare() done by the caller).

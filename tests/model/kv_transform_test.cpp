@@ -10,6 +10,7 @@
 
 #include "model/engine.h"
 #include "model/tiny_model.h"
+#include "util/f16.h"
 
 namespace ember::model::kv_transform_test {
 namespace {
@@ -54,6 +55,28 @@ TEST(KvTransform, AbsentOrDoingNothingChangesNoBit) {
   EXPECT_EQ(base.cache.k, a.cache.k);
   EXPECT_EQ(base.cache.v, b.cache.v);
   EXPECT_EQ(base.cache.k, b.cache.k);
+}
+
+TEST(KvTransform, QueryTransformOfF16RoundingIsCanonicalAndAnotherIsNot) {
+  test::TinySpec spec;
+  spec.layers = 2;
+  auto m = test::make_tiny_model(spec);
+  const int D = m->config().head_dim;
+  Engine e(m, EngineOptions{2, false});
+  const Prefill base = prefill(e, nullptr);
+  ForwardHooks same;  // what the engine does without it: the query in f16
+  same.transform_q = [D](int, const float* q, float* out) {
+    for (int i = 0; i < D; ++i) out[i] = f16_to_f32(f32_to_f16(q[i]));
+  };
+  const Prefill a = prefill(e, &same);
+  EXPECT_TRUE(same_bits(base.logits, a.logits));
+  ForwardHooks coarse;  // layer 1's queries rounded to 1/4: its scores change, its cache does not
+  coarse.transform_q = [D](int layer, const float* q, float* out) {
+    for (int i = 0; i < D; ++i) out[i] = layer == 1 ? std::round(q[i] * 4.0f) / 4.0f : f16_to_f32(f32_to_f16(q[i]));
+  };
+  const Prefill b = prefill(e, &coarse);
+  EXPECT_FALSE(same_bits(base.logits, b.logits));
+  EXPECT_EQ(base.cache.k, b.cache.k);  // K/V of both layers come before layer 1's attention output
 }
 
 TEST(KvTransform, RewrittenRowsAreWhatLaterQueriesReadForAnyThreadsAndSplit) {
