@@ -16,7 +16,9 @@
 #include "cli/token_ids.h"
 #include "cli/trust_flags.h"
 #include "gguf/arch.h"
+#include "kv/import.h"
 #include "kv/replay.h"
+#include "kv/spot_check.h"
 #include "kv/state.h"
 #include "kv/strict_json.h"
 #include "model/engine.h"
@@ -131,20 +133,85 @@ void add_export(CLI::App& kv) {
   });
 }
 
+// kv verify --model M --spot K: the state re-decoded at K positions (kv/spot_check.h), after
+// every integrity check passed. Adds its checks to the report; its JSON is the report's "spot".
+nlohmann::ordered_json spot_verify(const std::string& dir, const ModelArgs& ma, int k, uint64_t seed,
+                                   kv::VerifyReport& r) {
+  nlohmann::ordered_json j = {{"k", k}, {"seed", seed}};
+  auto add = [&](const std::string& name, const std::string& status, const std::string& detail) {
+    r.checks.push_back({name, status, detail});
+    if (status == "failed" && r.ok) {
+      r.ok = false;
+      r.error = detail;
+    }
+  };
+  if (r.foreign)
+    fail_field(dir, "--spot", "a native snapshot (a foreign cache's rows are another engine's: kv doctor)",
+               "a foreign cache");
+  const LoadedEngine l = load(ma);
+  const kv::VerifiedState s = kv::open_state(dir);
+  try {
+    kv::check_compatible(s.manifest(), kv::describe_target(*l.engine, l.tokenizer->identity()),
+                         dir + "/manifest.json");
+  } catch (const Error& e) {
+    add("spot.target", "failed", e.what());
+    return j;
+  }
+  add("spot.target", "ok", "");
+  const kv::SpotReport sr = kv::spot_check(*l.engine, s.manifest(), s.cache(), k, seed);
+  nlohmann::ordered_json pos = nlohmann::ordered_json::array();
+  for (const kv::SpotPosition& p : sr.positions) pos.push_back(p.position);
+  j["positions"] = pos;
+  const kv::SpotRowDiff* d = sr.first_diff();
+  const std::string where = dir + ": spot";
+  add("spot.rows", d ? "failed" : "ok",
+      d ? where + ": rows: expected the stored rows, found a different " + d->describe() : "");
+  if (d)
+    j["first_diff"] = {{"position", d->position}, {"layer", d->layer}, {"kv_head", d->kv_head},
+                       {"payload", d->values ? "values" : "keys"}, {"dim", d->dim},
+                       {"stored", d->stored}, {"recomputed", d->recomputed}};
+  add("spot.boundary_logits", sr.logits == "ok" ? "ok" : sr.logits == "differs" ? "failed" : "skipped",
+      sr.logits == "differs" ? where + ": proof.boundary_logits_sha256: expected " + sr.logits_expected +
+                                   " (manifest), found " + sr.logits_found + " (recomputed over the stored prefix)"
+                             : "");
+  j["boundary_logits"] = {{"status", sr.logits}, {"sha256", sr.logits_found}};
+  add("spot.resume", sr.resume_ok ? "ok" : "failed",
+      sr.resume_ok ? "" : where + ": resume.token: expected " + std::to_string(sr.resume_found) +
+                              " (argmax of the recomputed boundary logits), found " +
+                              std::to_string(s.manifest().resume.token));
+  j["result"] = sr.ok() ? "ok" : "failed";
+  j["summary"] = sr.summary();
+  return j;
+}
+
 void add_verify(CLI::App& kv) {
   struct Opts {
     std::string dir;
     bool json = false, allow_foreign = false;
     kv::TrustRequirements trust;
+    ModelArgs m;
+    int spot = 4;
+    uint64_t seed = 0;
   };
   auto o = std::make_shared<Opts>();
-  CLI::App* c = kv.add_subcommand("verify", "Check a snapshot's format, sizes, hashes and consistency (no model needed)");
+  CLI::App* c = kv.add_subcommand(
+      "verify", "Check a snapshot's format, sizes, hashes and consistency; with --model, re-decode --spot positions");
   c->add_option("dir", o->dir, "snapshot directory")->required();
   c->add_flag("--json", o->json, "print the report as canonical JSON");
   c->add_flag("--allow-foreign", o->allow_foreign,
               "also verify a foreign cache (kv import-llamacpp): its integrity, not its numerics");
   add_trust_flags(c, o->trust);
-  c->callback([o] {
+  c->add_option("--model", o->m.model, "GGUF model: also re-decode --spot positions from the stored prefix");
+  c->add_option("--tokenizer", o->m.tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
+  add_threads_option(c, o->m.threads);
+  add_past_context_flag(c, o->m.allow_past_context);
+  auto* spot = c->add_option("--spot", o->spot, "positions re-decoded with --model (the last always among them)")
+                   ->capture_default_str();
+  c->add_option("--seed", o->seed, "seed of the sampled positions")->capture_default_str();
+  c->callback([o, spot] {
+    if (o->m.model.empty() && spot->count() > 0)
+      fail_field("kv verify", "--spot", "--model M.gguf (the spot check re-decodes with it)", "no --model");
+    if (o->spot < 1) fail_field("kv verify", "--spot", "an integer >= 1", std::to_string(o->spot));
     kv::VerifyReport r = kv::verify_snapshot(o->dir, kv::Accept::native, o->allow_foreign);
     if (r.ok && (!o->trust.expect_seal.empty() || !o->trust.trusted_key_pem.empty())) {
       kv::VerifyCheck ch{"trust", "ok", ""};
@@ -158,12 +225,25 @@ void add_verify(CLI::App& kv) {
       }
       r.checks.push_back(ch);
     }
+    std::optional<nlohmann::ordered_json> spot_json;
+    if (r.ok && !o->m.model.empty()) spot_json = spot_verify(o->dir, o->m, o->spot, o->seed, r);
     if (o->json) {
-      std::fputs(kv::pretty_json(r.to_json()).c_str(), stdout);
+      nlohmann::ordered_json j = r.to_json();
+      if (spot_json) {
+        j["result"] = r.ok ? "ok" : "failed";
+        j["spot"] = *spot_json;
+        if (!r.ok) {
+          j.erase("error");
+          j["error"] = r.error;
+        }
+      }
+      std::fputs(kv::pretty_json(j).c_str(), stdout);
     } else {
       for (const auto& ch : r.checks)
         std::printf("%-22s %s%s%s\n", ch.name.c_str(), ch.status.c_str(), ch.detail.empty() ? "" : ": ",
                     printable(ch.detail).c_str());
+      if (spot_json && spot_json->contains("summary"))
+        std::printf("spot: %s\n", printable((*spot_json)["summary"].get<std::string>()).c_str());
       if (r.ok)
         std::printf("%s: ok (%d positions, resume token %d at position %lld)\n", printable(o->dir).c_str(),
                     r.manifest.geometry.positions, int(r.manifest.resume.token),

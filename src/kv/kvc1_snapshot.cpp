@@ -85,7 +85,7 @@ Digest write_state_kvc1(const VerifiedState& v, const std::string& out, bool for
   if (c.n_layers != g.layers || c.n_kv_heads != g.kv_heads || c.head_dim != g.head_dim ||
       c.capacity < g.positions || c.n_pos != g.positions)
     fail_field(out, "cache", "a sealed snapshot cache (manifest geometry, n_pos == positions)", "another shape");
-  PayloadCheck k_check(g), v_check(g);
+  PayloadCheck k_check(m), v_check(m);
   const auto sources = layer_sources(c, &k_check, &v_check);
   AtomicFile file(out, force);
   const Digest d = write_kvc1(file.sink(), kvc1_state_header(s), sources, out);

@@ -1,5 +1,7 @@
 // The ember.kv-snapshot.v1 manifest and its kinds: the strict parse, the canonical JSON and the
 // rules that relate fields. Each field alone is its list's (kv/manifest_fields.h).
+#include <cstring>
+
 #include "kv/manifest_fields.h"
 #include "kv/manifest_rules.h"
 #include "kv/seal.h"
@@ -51,6 +53,17 @@ std::string prefix_hash(const std::vector<int32_t>& tokens) {
     uint8_t b[4];
     const uint32_t u = uint32_t(t);
     b[0] = uint8_t(u); b[1] = uint8_t(u >> 8); b[2] = uint8_t(u >> 16); b[3] = uint8_t(u >> 24);
+    h.update(b, 4);
+  }
+  return to_hex(h.finish());
+}
+
+std::string logits_hash(std::span<const float> logits) {
+  Sha256 h;
+  for (float f : logits) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    const uint8_t b[4] = {uint8_t(u), uint8_t(u >> 8), uint8_t(u >> 16), uint8_t(u >> 24)};
     h.update(b, 4);
   }
   return to_hex(h.finish());
@@ -313,6 +326,19 @@ void SnapshotManifest::validate(const std::string& where) const {
     if (e->bytes != want)
       fail_field(where, std::string("payload.") + key + ".bytes",
                  std::to_string(want) + " (2 * layers * kv_heads * positions * head_dim)", std::to_string(e->bytes));
+  // The proof: one block hash per (layer, 16 positions) from version 2, none before.
+  const uint64_t blocks = uint64_t(geometry.layers) * uint64_t(proof_blocks_per_layer(geometry.positions));
+  if (version >= 2 && blocks > kMaxProofBlocks)
+    fail_field(where, "proof.blocks",
+               "at most " + std::to_string(kMaxProofBlocks) + " blocks (layers * ceil(positions / 16))",
+               std::to_string(blocks));
+  if (version >= 2 && proof.blocks.size() != blocks)
+    fail_field(where, "proof.blocks",
+               std::to_string(blocks) + " entries (geometry.layers * ceil(geometry.positions / " +
+                   std::to_string(kProofBlockPositions) + "))",
+               std::to_string(proof.blocks.size()));
+  if (version < 2 && (!proof.blocks.empty() || !proof.boundary_logits_sha256.empty()))
+    fail_field(where, "proof", "none (version " + std::to_string(version) + ")", "a proof (version 2)");
 }
 
 std::vector<std::pair<std::string, std::string>> SnapshotManifest::target_fields() const {

@@ -31,12 +31,19 @@ std::string name_of(const std::string& object, const FieldSpec& f) {
 // The canonical text of an f32 field: the digits the JSON writer gives double(f).
 std::string f32_text(float f) { return ordered_json(double(f)).dump(); }
 
+// The manifest version a schema's fields are judged by: the manifest's own; the provenance
+// objects have one version.
+int version_of(const SnapshotManifest& m) { return m.version; }
+int version_of(const MappedProvenance&) { return kSnapshotVersion; }
+int version_of(const ForeignProvenance&) { return kSnapshotVersion; }
+
 class JsonWriter {
  public:
-  explicit JsonWriter(ordered_json& root) : root_(root) {}
+  JsonWriter(ordered_json& root, int version) : root_(root), version_(version) {}
 
   template <class T>
   void operator()(const T& v, const FieldSpec& f) {
+    if (f.since > version_) return;
     if ((f.roles & kOptional) && v == T{}) return;
     ordered_json& o = parent(f.path);
     const std::string key = key_of(f.path);
@@ -67,6 +74,7 @@ class JsonWriter {
     return *at;
   }
   ordered_json& root_;
+  int version_;
 };
 
 // Opens nested objects as the list enters them and closes each (done(): no unknown key) as it
@@ -78,6 +86,7 @@ class FieldReader {
   template <class T>
   void operator()(T& v, const FieldSpec& f) {
     if (f.roles & kFormatTag) return;
+    if (f.since > version_) return;  // not in this version's document (done() refuses it there)
     StrictObject& o = enter(parents_of(f.path));
     const std::string key = key_of(f.path);
     if ((f.roles & kOptional) && !o.has(key)) return;
@@ -85,9 +94,16 @@ class FieldReader {
     if constexpr (std::is_same_v<T, std::string>) {
       v = o.string(key, f.limits.hi);
     } else if constexpr (std::is_same_v<T, int>) {
-      v = int(o.integer(key, f.limits.lo, int64_t(f.limits.hi)));
-      if ((f.roles & kVersionTag) && v != f.rule.value)
-        fail_field(o.where(), o.field(key), std::to_string(f.rule.value) + " (this reader)", std::to_string(v));
+      if (f.roles & kVersionTag) {
+        v = int(o.integer(key, 0, INT32_MAX));
+        if (v < f.limits.lo || uint64_t(v) > f.limits.hi)
+          fail_field(o.where(), o.field(key),
+                     std::to_string(f.limits.lo) + ".." + std::to_string(f.limits.hi) + " (this reader)",
+                     std::to_string(v));
+        version_ = v;
+      } else {
+        v = int(o.integer(key, f.limits.lo, int64_t(f.limits.hi)));
+      }
     } else if constexpr (std::is_same_v<T, int64_t>) {
       v = o.integer(key, f.limits.lo, int64_t(f.limits.hi));
     } else if constexpr (std::is_same_v<T, uint64_t>) {
@@ -105,9 +121,14 @@ class FieldReader {
         read_tokens(o, key, v);
     } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
       const nlohmann::json& a = o.array(key);
+      v.reserve(a.size());
       for (size_t i = 0; i < a.size(); ++i) {
         if (!a[i].is_string()) fail_field(o.where(), o.element(key, i), "a string", json_type_name(a[i]));
-        v.push_back(a[i].template get<std::string>());
+        const std::string& x = a[i].template get_ref<const std::string&>();
+        if (f.limits.hi && x.size() > f.limits.hi)
+          fail_field(o.where(), o.element(key, i), "at most " + std::to_string(f.limits.hi) + " characters",
+                     std::to_string(x.size()) + " characters");
+        v.push_back(x);
       }
     } else {
       static_assert(std::is_same_v<T, DetailPairs>, "a field type the reader does not know");
@@ -154,6 +175,7 @@ class FieldReader {
   StrictObject& root_;
   std::vector<std::pair<std::string, StrictObject>> open_;
   int64_t count_ = -1;
+  int version_ = kSnapshotVersion;  // the document's, once its kVersionTag field is read
 };
 
 void check_text(const std::string& where, const std::string& name, const Rule& r, const std::string& v) {
@@ -182,12 +204,13 @@ void check_text(const std::string& where, const std::string& name, const Rule& r
 
 class RuleChecker {
  public:
-  RuleChecker(const std::string& where, std::string object) : where_(where), object_(std::move(object)) {}
+  RuleChecker(const std::string& where, std::string object, int version)
+      : where_(where), object_(std::move(object)), version_(version) {}
 
   template <class T>
   void operator()(const T& v, const FieldSpec& f) const {
     const Rule& r = f.rule;
-    if (r.kind == Rule::none) return;
+    if (r.kind == Rule::none || f.since > version_) return;
     const std::string name = name_of(object_, f);
     if constexpr (std::is_same_v<T, std::string>) {
       check_text(where_, name, r, v);
@@ -208,12 +231,13 @@ class RuleChecker {
  private:
   const std::string& where_;
   std::string object_;
+  int version_;
 };
 
 template <class S>
 ordered_json write_all(const S& s) {
   ordered_json j = ordered_json::object();
-  visit_fields(s, JsonWriter(j));
+  visit_fields(s, JsonWriter(j, version_of(s)));
   return j;
 }
 
@@ -235,13 +259,13 @@ void read_fields(StrictObject& o, MappedProvenance& p) { read_all(o, p); }
 void read_fields(StrictObject& o, ForeignProvenance& p) { read_all(o, p); }
 
 void check_field_rules(const SnapshotManifest& m, const std::string& where) {
-  visit_fields(m, RuleChecker(where, ""));
+  visit_fields(m, RuleChecker(where, "", m.version));
 }
 void check_field_rules(const MappedProvenance& p, const std::string& where) {
-  visit_fields(p, RuleChecker(where, "mapping"));
+  visit_fields(p, RuleChecker(where, "mapping", kSnapshotVersion));
 }
 void check_field_rules(const ForeignProvenance& p, const std::string& where) {
-  visit_fields(p, RuleChecker(where, "foreign"));
+  visit_fields(p, RuleChecker(where, "foreign", kSnapshotVersion));
 }
 
 std::vector<std::pair<std::string, std::string>> target_values(const SnapshotManifest& m) {

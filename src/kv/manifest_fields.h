@@ -35,8 +35,9 @@ enum FieldRole : unsigned {
   kRepresentation = 1u << 1,  // how the cached numbers encode K/V: kv compare's coordinates
   kOptional = 1u << 2,        // written only when set (true, non-empty), read only when present
   kFormatTag = 1u << 3,       // "format": the caller reads it first, to pick the kind
-  kVersionTag = 1u << 4,      // refused at once when not the rule's value: another version's
-                              // keys differ, so it is named before any missing key
+  kVersionTag = 1u << 4,      // refused at once when outside the rule's limits (the versions
+                              // this reader knows): another version's keys differ, so it is
+                              // named before any missing key; the fields' `since` follow it
   kCount = 1u << 5,           // the length of the token list it is visited with
 };
 
@@ -82,6 +83,10 @@ struct FieldSpec {
   const char* missing = nullptr;
   // An object of strings (foreign.details): its members, in order.
   std::span<const char* const> members = {};
+  // The manifest version that added the field (0: every version): a document of an older
+  // version neither holds it (an unknown key there) nor is required to; the writer writes it
+  // only from that version.
+  int since = 0;
 };
 
 // The closed vocabularies of the one-of rules.
@@ -110,7 +115,7 @@ void visit_fields(M& m, V&& v) {
   using R = Rule;
   constexpr unsigned kCoord = kTarget | kRepresentation;
   v(m.format, {"format", L::chars(64), kFormatTag, R::equals(kSnapshotFormat)});
-  v(m.version, {"version", L::ints(0, INT32_MAX), kVersionTag, R::equals(int64_t(kSnapshotVersion))});
+  v(m.version, {"version", L::ints(kOldestSnapshotVersion, kSnapshotVersion), kVersionTag, R::within_limits()});
   v(m.producer, {"producer", L::chars(128), 0, R::ascii()});
   v(m.model.identity, {"model.identity", L::chars(128), kTarget, R::sha256()});
   v(m.model.architecture, {"model.architecture", L::chars(64), kTarget, R::known_architecture()});
@@ -160,6 +165,13 @@ void visit_fields(M& m, V&& v) {
   v(m.values.file, {"payload.values.file", L::chars(64), 0, R::equals(kValuesFile)});
   v(m.values.bytes, {"payload.values.bytes", L::ints(0, UINT64_MAX)});
   v(m.values.sha256, {"payload.values.sha256", L::chars(128), 0, R::sha256()});
+  // Version 2. One entry per (layer, block): layers * ceil(positions / 16), validate().
+  v(m.proof.block_positions,
+    {"proof.block_positions", L::ints(1, kMaxPositions), 0, R::equals(int64_t(kProofBlockPositions)), nullptr, {}, 2});
+  // Absent for a state no ember prefill produced (mapped, foreign).
+  v(m.proof.boundary_logits_sha256,
+    {"proof.boundary_logits_sha256", L::chars(128), kOptional, R::sha256_or_empty(), nullptr, {}, 2});
+  v(m.proof.blocks, {"proof.blocks", L::chars(128), 0, R::sha256(), nullptr, {}, 2});
 }
 
 // ---- The "mapping" object of ember.kv-mapped.v1 ------------------------------------------------

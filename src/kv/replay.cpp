@@ -49,6 +49,8 @@ ExportResult export_prefix(model::Engine& engine, const std::string& tokenizer_i
   s.manifest.resume.position = P;
   // Only an engine with allow_past_context gets here with P > n_ctx; the manifest says so.
   s.manifest.past_context = P > engine.config().n_ctx;
+  // The proof that `kv verify --spot` re-derives: the logits after the last prefix position.
+  s.manifest.proof.boundary_logits_sha256 = logits_hash(c.logits);
   return {seal(std::move(s), "export"), std::move(c.logits)};
 }
 

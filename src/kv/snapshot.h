@@ -20,7 +20,9 @@
 //   - PayloadCheck: what is checked on every payload stream (SHA-256, finiteness).
 // The state built from them, its one reader and its writers are kv/state.h's.
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,7 +37,13 @@
 namespace ember::kv {
 
 inline constexpr const char* kSnapshotFormat = "ember.kv-snapshot";
-inline constexpr int kSnapshotVersion = 1;
+// Version 2 adds the "proof" object (a hash per (layer, block of 16 positions) and the
+// boundary logits' hash) and hashes each payload as the digest of its block digests. Version 1
+// manifests are still read (no proof; payload hashes over the whole files); every writer
+// writes version 2. docs/formats/kv-snapshot-v1.md, "Versions".
+inline constexpr int kSnapshotVersion = 2;
+inline constexpr int kOldestSnapshotVersion = 1;
+inline constexpr int kProofBlockPositions = 16;  // positions per proof block (the last may hold fewer)
 // Fixed file names: never taken from input (no path traversal through a manifest).
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kKeysFile = "keys.f16le";
@@ -55,7 +63,9 @@ inline constexpr int kMaxHeadDim = 4096;
 inline constexpr int kMaxPositions = 1 << 22;
 inline constexpr int kMaxVocab = 1 << 24;
 inline constexpr size_t kMaxManifestBytes = size_t(64) << 20;
-inline constexpr size_t kMaxManifestValues = size_t(kMaxPositions) + 256;  // JSON values
+// proof.blocks entries (layers * ceil(positions / 16)): a state past it cannot be sealed.
+inline constexpr size_t kMaxProofBlocks = size_t(1) << 20;
+inline constexpr size_t kMaxManifestValues = size_t(kMaxPositions) + kMaxProofBlocks + 256;  // JSON values
 
 struct ModelInfo {
   std::string identity;      // hex SHA-256 model identity (docs/identity.md)
@@ -121,6 +131,21 @@ struct PayloadEntry {
   std::string sha256;
 };
 
+// What lets a reader check a state beyond its bytes (version 2): which block is bad, and whether
+// re-decoding a position from the stored prefix gives the logits the producer saw.
+struct ProofInfo {
+  int block_positions = kProofBlockPositions;
+  // Hex SHA-256 of the f32 little-endian logits after the last prefix position, as the
+  // producer's prefill computed them (kv export, the store's saves). "" (the key absent) for a
+  // state no ember prefill produced: mapped and foreign caches.
+  std::string boundary_logits_sha256;
+  // One per (layer, block b of positions [16b, min(16b + 16, P))), layer-major: hex
+  // SHA-256(kd || vd), kd (vd) the 32-byte SHA-256 of the block's K (V) rows, kv_heads in order,
+  // each head's positions in order (the bytes keys.f16le holds there). Filled by seal() and
+  // checked by every reader in the pass that hashes the payload (PayloadCheck).
+  std::vector<std::string> blocks;
+};
+
 struct SnapshotManifest {
   std::string format = kSnapshotFormat;
   int version = kSnapshotVersion;
@@ -140,6 +165,7 @@ struct SnapshotManifest {
   bool past_context = false;
   PayloadEntry keys{kKeysFile, 0, {}};
   PayloadEntry values{kValuesFile, 0, {}};
+  ProofInfo proof;  // version 2 only (empty in a version 1 manifest)
   // The content identity (kv/seal.h): filled by the parser (checked against the document) and
   // by the writer; never an input of the seal itself. Printed by export, pinned by --expect.
   std::string seal;
@@ -175,6 +201,12 @@ struct SnapshotManifest {
 
 // SHA-256 (hex) of token ids written as int32 little-endian.
 std::string prefix_hash(const std::vector<int32_t>& tokens);
+// SHA-256 (hex) of logits written as f32 little-endian (proof.boundary_logits_sha256).
+std::string logits_hash(std::span<const float> logits);
+// Blocks of a payload row of P positions: ceil(P / 16).
+inline int proof_blocks_per_layer(int positions) { return (positions + kProofBlockPositions - 1) / kProofBlockPositions; }
+// "layer 2, block 5 (positions 80-95)": the coordinates of proof.blocks[index].
+std::string proof_block_name(const Geometry& g, size_t index);
 
 // ---- The mapped extension (ember.kv-mapped.v1) -------------------------------------------
 // A mapped cache is a snapshot directory of the same three files whose manifest says
@@ -268,25 +300,51 @@ void write_payload(const model::KvCache& c, Payload which, ByteSink& out, int la
 // What every reader and writer checks on one payload stream as it passes: its SHA-256, its
 // length and the first non-finite f16 (exponent bits all ones: +-Inf or NaN) with its
 // coordinates in the [layer][kv_head][position][dim] layout of `g`. Forwards to `inner`.
+// Each byte is hashed once: for a version 1 manifest into the whole-stream SHA-256; for
+// version 2 into its (layer, block)'s SHA-256, and the payload's hash is the SHA-256 of those
+// 32-byte digests in order (so the block digests come from the same pass).
 class PayloadCheck final : public ByteSink {
  public:
-  explicit PayloadCheck(const Geometry& g, ByteSink* inner = nullptr) : g_(g), inner_(inner) {}
+  PayloadCheck(const SnapshotManifest& m, ByteSink* inner = nullptr);
+  ~PayloadCheck() override;
   void write(const void* data, size_t n) override;
   using ByteSink::write;
-  std::string sha256();  // hex; call once, after the last write
+  std::string sha256();  // hex, after the last write (the stream is closed by the first call)
+  // Version 2: the digests of the (layer, block) pieces, layer-major (complete after sha256()).
+  const std::vector<Digest>& block_digests() const { return blocks_; }
   // "" when every value so far was finite, else e.g. "NaN (f16 0x7e00) at layer 1, kv_head 0,
   // position 3, dim 5".
   const std::string& first_non_finite() const { return bad_; }
 
  private:
   void note(uint16_t v, uint64_t index);  // records v if it is the first non-finite value
+  void hash_blocks(const uint8_t* b, size_t n);
+  void finish_layer();
   Geometry g_;
+  bool blocked_;
   ByteSink* inner_;
   Sha256 hash_;
   uint64_t values_ = 0;
   int carry_ = -1;  // a low byte waiting for its high byte (writes may split a value)
   std::string bad_;
+  // Version 2: the open layer's block hashers, and the digests of the layers done.
+  int layer_ = -1;
+  std::vector<std::unique_ptr<Sha256>> open_;
+  std::vector<Digest> blocks_;
+  bool finished_ = false;
+  std::string hex_;
 };
+
+// The proof.blocks entries of two payload streams (PayloadCheck::block_digests after sha256()):
+// hex SHA-256(kd || vd) per block.
+std::vector<std::string> proof_blocks(const PayloadCheck& keys, const PayloadCheck& values);
+// A version 2 manifest's blocks against two checked streams (closes them: sha256()): the first
+// block that differs is named, with the payload that differs ("<where>: proof.blocks[i]:
+// expected <want> (manifest), found <got> <found_label>: K rows of layer l, block b (positions
+// a-z)"; where is the keys' or the values' source). Nothing for a version 1 manifest.
+void check_proof_blocks(const SnapshotManifest& m, PayloadCheck& keys, PayloadCheck& values,
+                        const std::string& keys_where, const std::string& values_where,
+                        const std::string& found_label);
 
 // The verdict on a payload stream, in this order: its SHA-256 against `want` (a mismatch
 // means the bytes are not the sealed ones: "<where>: <field>.sha256: expected <want> <label>,

@@ -202,9 +202,17 @@ void PayloadCheck::note(uint16_t v, uint64_t index) {
          std::to_string(index % d);
 }
 
+PayloadCheck::PayloadCheck(const SnapshotManifest& m, ByteSink* inner)
+    : g_(m.geometry), blocked_(m.version >= 2), inner_(inner) {}
+
+PayloadCheck::~PayloadCheck() = default;
+
 void PayloadCheck::write(const void* data, size_t n) {
   if (inner_) inner_->write(data, n);
-  hash_.update(data, n);
+  if (blocked_)
+    hash_blocks(static_cast<const uint8_t*>(data), n);
+  else
+    hash_.update(data, n);
   n_bytes_ += n;
   const auto* b = static_cast<const uint8_t*>(data);
   size_t i = 0;
@@ -227,7 +235,93 @@ void PayloadCheck::write(const void* data, size_t n) {
   if (i < n) carry_ = b[i];
 }
 
-std::string PayloadCheck::sha256() { return to_hex(hash_.finish()); }
+// Routes bytes at stream offset n_bytes_ (before this write) to their (layer, block) hasher:
+// a head's row of layer l is P * head_dim values, and block b of it is positions [16b, 16b + 16).
+void PayloadCheck::hash_blocks(const uint8_t* b, size_t n) {
+  const uint64_t row = uint64_t(std::max(g_.positions, 0)) * uint64_t(std::max(g_.head_dim, 0)) * 2;
+  const uint64_t layer_bytes = row * uint64_t(std::max(g_.kv_heads, 0));
+  const uint64_t piece = uint64_t(kProofBlockPositions) * uint64_t(std::max(g_.head_dim, 0)) * 2;
+  if (layer_bytes == 0) {
+    hash_.update(b, n);  // no geometry (a manifest that failed): the hash only has to differ
+    return;
+  }
+  uint64_t off = n_bytes_;
+  while (n > 0) {
+    const int l = int(off / layer_bytes);
+    if (l != layer_) {
+      finish_layer();
+      layer_ = l;
+      for (int k = 0; k < proof_blocks_per_layer(g_.positions); ++k) open_.push_back(std::make_unique<Sha256>());
+    }
+    const uint64_t in_row = off % layer_bytes % row;
+    const uint64_t blk = in_row / piece;
+    const size_t take = size_t(std::min<uint64_t>(n, std::min(row, (blk + 1) * piece) - in_row));
+    open_[size_t(blk)]->update(b, take);
+    b += take;
+    n -= take;
+    off += take;
+  }
+}
+
+void PayloadCheck::finish_layer() {
+  for (auto& h : open_) {
+    blocks_.push_back(h->finish());
+    hash_.update(blocks_.back().data(), blocks_.back().size());
+  }
+  open_.clear();
+}
+
+std::string PayloadCheck::sha256() {
+  if (!finished_) {
+    finished_ = true;
+    if (blocked_) finish_layer();
+    hex_ = to_hex(hash_.finish());
+  }
+  return hex_;
+}
+
+std::vector<std::string> proof_blocks(const PayloadCheck& keys, const PayloadCheck& values) {
+  const std::vector<Digest>& k = keys.block_digests();
+  const std::vector<Digest>& v = values.block_digests();
+  std::vector<std::string> out;
+  out.reserve(std::min(k.size(), v.size()));
+  for (size_t i = 0; i < k.size() && i < v.size(); ++i) {
+    Sha256 h;
+    h.update(k[i].data(), k[i].size());
+    h.update(v[i].data(), v[i].size());
+    out.push_back(to_hex(h.finish()));
+  }
+  return out;
+}
+
+std::string proof_block_name(const Geometry& g, size_t index) {
+  const size_t per = size_t(std::max(proof_blocks_per_layer(g.positions), 1));
+  const int b = int(index % per);
+  const int first = b * kProofBlockPositions;
+  const int last = std::min(first + kProofBlockPositions, g.positions) - 1;
+  return "layer " + std::to_string(index / per) + ", block " + std::to_string(b) + " (positions " +
+         std::to_string(first) + "-" + std::to_string(last) + ")";
+}
+
+void check_proof_blocks(const SnapshotManifest& m, PayloadCheck& keys, PayloadCheck& values,
+                        const std::string& keys_where, const std::string& values_where,
+                        const std::string& found_label) {
+  if (m.version < 2) return;
+  // Which payload holds the difference: the one whose own hash is not the manifest's.
+  const bool k_bad = keys.sha256() != m.keys.sha256;
+  const bool v_bad = values.sha256() != m.values.sha256;
+  const std::vector<std::string> got = proof_blocks(keys, values);
+  const std::vector<std::string>& want = m.proof.blocks;
+  const std::string rows = k_bad && v_bad ? "K and V rows" : v_bad ? "V rows" : "K rows";
+  for (size_t i = 0; i < want.size() && i < got.size(); ++i)
+    if (got[i] != want[i])
+      fail_field(!k_bad && v_bad ? values_where : keys_where, "proof.blocks[" + std::to_string(i) + "]",
+                 want[i] + " (manifest)",
+                 got[i] + " " + found_label + ": " + rows + " of " + proof_block_name(m.geometry, i));
+  if (got.size() != want.size())
+    fail_field(keys_where, "proof.blocks", std::to_string(want.size()) + " blocks (manifest)",
+               std::to_string(got.size()) + " " + found_label);
+}
 
 void check_payload_stream(PayloadCheck& c, const std::string& want, const std::string& where,
                           const std::string& field, const std::string& want_label,
@@ -245,13 +339,17 @@ bool seal_manifest(SnapshotManifest& m, const model::KvCache& c, const std::stri
   check_cache_shape(m.geometry, c, where, /*positions=*/false);
   m.geometry.positions = c.n_pos;
   m.prefix.sha256 = prefix_hash(m.prefix.tokens);
+  m.version = kSnapshotVersion;  // a state sealed again (a v1 state changed) is written as v2
+  m.proof.block_positions = kProofBlockPositions;
+  PayloadCheck kchk(m), vchk(m);
   for (Payload p : {Payload::keys, Payload::values}) {
-    PayloadCheck chk(m.geometry);
+    PayloadCheck& chk = p == Payload::keys ? kchk : vchk;
     write_payload(c, p, chk);
     PayloadEntry& e = p == Payload::keys ? m.keys : m.values;
     e = {payload_file(p), chk.n_bytes(), chk.sha256()};
     finite = finite && chk.first_non_finite().empty();
   }
+  m.proof.blocks = proof_blocks(kchk, vchk);
   return finite;
 }
 
@@ -295,7 +393,7 @@ VerifiedState read_payloads(StateHeader header, std::string manifest_text, ByteS
   s.cache = model::KvCache(g.layers, g.kv_heads, g.head_dim, capacity);
   s.cache.n_pos = g.positions;
   // Layer by layer, K then V: the order of a KVC1 file, and any order suits two descriptors.
-  PayloadCheck kchk(g), vchk(g);
+  PayloadCheck kchk(m), vchk(m);
   const size_t row = size_t(g.positions) * size_t(g.head_dim) * sizeof(uint16_t);
   for (int l = 0; l < g.layers; ++l)
     for (Payload p : {Payload::keys, Payload::values})
@@ -304,6 +402,9 @@ VerifiedState read_payloads(StateHeader header, std::string manifest_text, ByteS
         (p == Payload::keys ? keys : values).read(dst, row);
         (p == Payload::keys ? kchk : vchk).write(dst, row);
       }
+  // The hashes first (the payload's, then each block's against the manifest): a block that
+  // differs is named by its layer and positions before the payload's hash is.
+  check_proof_blocks(m, kchk, vchk, o.keys_where, o.values_where, o.found_label);
   for (Payload p : {Payload::keys, Payload::values})
     check_payload_stream(p == Payload::keys ? kchk : vchk, entry_of(m, p).sha256,
                          p == Payload::keys ? o.keys_where : o.values_where,
@@ -352,7 +453,7 @@ void write_state_dir(const VerifiedState& v, const std::string& dir, bool force)
     auto f = out.create(payload_file(p));
     // The hash is computed over exactly the bytes written: a cache that is not the sealed one
     // (a bug upstream) is refused, leaving nothing; so is a non-finite value, by its coordinates.
-    PayloadCheck chk(s.manifest.geometry, &f->sink());
+    PayloadCheck chk(s.manifest, &f->sink());
     write_payload(s.cache, p, chk);
     check_payload_stream(chk, entry_of(s.manifest, p).sha256, join(dir, payload_file(p)), payload_field(p),
                          "(sealed manifest)", "(cache bytes; a modified cache is not the state its manifest seals)",
@@ -414,17 +515,27 @@ VerifyReport verify_snapshot(const std::string& dir, Accept accept, bool allow_f
     r.manifest_ok = true;
   });
   const uint64_t bytes = r.manifest_ok ? r.manifest.payload_bytes() : 0;
+  // Both payloads are streamed before their hashes are judged, so that a version 2 snapshot's
+  // difference is named by its block (layer, positions) first.
+  Fd fds[2];
+  PayloadCheck kchk(r.manifest), vchk(r.manifest);
+  PayloadCheck* chk[2] = {&kchk, &vchk};
+  for (Payload p : {Payload::keys, Payload::values})
+    run(std::string(payload_field(p)) + ".bytes",
+        [&] { fds[int(p)].fd = open_payload(join(dir, payload_file(p)), payload_field(p), bytes); });
+  run("proof.blocks", [&] {
+    for (Payload p : {Payload::keys, Payload::values})
+      read_exact(fds[int(p)].fd, join(dir, payload_file(p)), nullptr, bytes, *chk[int(p)]);
+    check_proof_blocks(r.manifest, kchk, vchk, join(dir, kKeysFile), join(dir, kValuesFile), "(payload bytes)");
+  });
+  if (r.error.empty() && r.manifest.version < 2) r.checks.back().status = "skipped";  // no blocks in v1
   for (Payload p : {Payload::keys, Payload::values}) {
     const std::string field = payload_field(p);
     const std::string path = join(dir, payload_file(p));
-    Fd fd;
-    PayloadCheck chk(r.manifest.geometry);
-    run(field + ".bytes", [&] { fd.fd = open_payload(path, field, bytes); });
     run(field + ".sha256", [&] {
-      read_exact(fd.fd, path, nullptr, bytes, chk);
-      check_stream_hash(chk, entry_of(r.manifest, p).sha256, path, field, "(manifest)", "(payload bytes)");
+      check_stream_hash(*chk[int(p)], entry_of(r.manifest, p).sha256, path, field, "(manifest)", "(payload bytes)");
     });
-    run(field + ".finite", [&] { check_stream_finite(chk, path, field); });
+    run(field + ".finite", [&] { check_stream_finite(*chk[int(p)], path, field); });
   }
   r.ok = r.error.empty();
   return r;

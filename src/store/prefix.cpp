@@ -72,6 +72,7 @@ PutResult save_prefill(Store& store, const model::Engine& engine, const std::str
   s.manifest.resume.token = model::argmax(boundary_logits.data(), vocab);
   s.manifest.resume.position = L;
   s.manifest.past_context = L > engine.config().n_ctx;
+  s.manifest.proof.boundary_logits_sha256 = kv::logits_hash(boundary_logits);
   return store.put(kv::seal(std::move(s), "store save"), options);
 }
 

@@ -403,9 +403,18 @@ kv::VerifiedState Store::get(const std::string& seal, bool count_hit, const std:
     }
     return s;
   } catch (const Error& err) {
-    if (std::string(err.what()).find(".sha256: expected") == std::string::npos) throw;
-    name_bad_chunk(keys, e, kv::Payload::keys, uri());
-    name_bad_chunk(values, e, kv::Payload::values, uri());
+    // A version 2 payload names its bad block (layer, positions: "proof.blocks[i]: ..."), a
+    // version 1 payload only its hash; either way the chunk holding the bad bytes is named too.
+    const std::string what = err.what();
+    const size_t block = what.find("proof.blocks[");
+    if (block == std::string::npos && what.find(".sha256: expected") == std::string::npos) throw;
+    try {
+      name_bad_chunk(keys, e, kv::Payload::keys, uri());
+      name_bad_chunk(values, e, kv::Payload::values, uri());
+    } catch (const Error& chunk) {
+      if (block == std::string::npos) throw;
+      throw Error(std::string(chunk.what()) + "; " + what.substr(block));
+    }
     throw;
   }
 }

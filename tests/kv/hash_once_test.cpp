@@ -29,7 +29,11 @@ TEST(HashOnce, ReplayOfADirectoryHashesThePayloadOnce) {
   const auto m = model::Model::load(shared_path("models/stories260K.gguf"));
   const auto tok = tok::Tokenizer::from_gguf(m->file());
   model::Engine e(m, {1});
-  const std::vector<int32_t> prompt = tok->encode("Once upon a time there was a little girl", true);
+  // Long enough that the proof's per-block digests (64 bytes a block against stories260K's 1 KiB
+  // of K and V rows a layer-block) and the manifest are the small fraction left over.
+  const std::vector<int32_t> prompt = tok->encode(
+      "Once upon a time there was a little girl. She liked to play in the park with her friends every day. "
+      "One day she found a shiny stone under a big tree and took it home to show her mother.", true);
   const kv::ExportResult ex = kv::export_prefix(e, tok->identity(), prompt, "test");
   const std::string dir = temp_dir("hash-once") + "/snap";
   kv::write_state_dir(ex.snapshot, dir, false);

@@ -33,6 +33,7 @@ std::vector<Row> rows_of(const S& s, const std::string& object) {
 kv::StateHeader header_of(kv::StateKind kind) {
   kv::StateHeader h = make_snapshot(2, 1, 4, 3).header();
   h.manifest.past_context = true;
+  h.manifest.proof.boundary_logits_sha256 = sha256_hex("logits");
   if (kind == kv::StateKind::mapped) {
     kv::MappedProvenance p = test_mapping(2, h.manifest.prefix.sha256);
     p.registration = "unregistered";
@@ -185,9 +186,12 @@ TEST(FieldList, EveryRuleIsCheckedAndNamesItsField) {
         ADD_FAILURE() << "accepted";
       } catch (const Error& e) {
         const std::string err = e.what();
-        EXPECT_EQ(err.rfind("m.json: " + r.name + (r.spec.path == std::string("layer_roles") ? "[1]" : "") +
-                                ": expected ",
-                            0),
+        // A list's rule names the broken element (the last).
+        std::string element;
+        if (r.spec.path == std::string("layer_roles")) element = "[1]";
+        if (r.spec.path == std::string("proof.blocks"))
+          element = "[" + std::to_string(h.manifest.proof.blocks.size() - 1) + "]";
+        EXPECT_EQ(err.rfind("m.json: " + r.name + element + ": expected ", 0),
                   0u)
             << err;
       }

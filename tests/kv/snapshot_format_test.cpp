@@ -61,7 +61,7 @@ TEST(SnapshotManifest, CanonicalJsonIsStableAndRoundTrips) {
   EXPECT_EQ(back.prefix.tokens, s.manifest().prefix.tokens);
   EXPECT_EQ(back.rope.theta, 1000000.0f);
   // Fixed key order: format first, payload last; tokens on one line.
-  EXPECT_EQ(a.rfind("{\n  \"format\": \"ember.kv-snapshot\",\n  \"version\": 1,", 0), 0u) << a;
+  EXPECT_EQ(a.rfind("{\n  \"format\": \"ember.kv-snapshot\",\n  \"version\": 2,", 0), 0u) << a;
   EXPECT_LT(a.find("\"prefix\""), a.find("\"resume\""));
   EXPECT_LT(a.find("\"resume\""), a.find("\"payload\""));
   EXPECT_EQ(a.back(), '\n');
@@ -184,7 +184,9 @@ TEST(SnapshotVerify, CatchesAFlippedBitInEachPayload) {
     std::string b = slurp(dir + "/" + f);
     b[b.size() / 3] ^= 0x10;
     spit(dir + "/" + f, b);
-    expect_rejected(dir, std::string("payload.") + (f[0] == 'k' ? "keys" : "values") + ".sha256");
+    // Version 2 names the block (layer, positions) and the payload before the payload's hash.
+    expect_rejected(dir, dir + "/" + f + ": proof.blocks[");
+    expect_rejected(dir, std::string(f[0] == 'k' ? "K" : "V") + " rows of layer ");
   }
 }
 
@@ -259,7 +261,13 @@ TEST(SnapshotVerify, CatchesUnknownMissingAndMistypedKeys) {
       {"geometry.layers: expected an integer, found number", [](auto& j) { j["geometry"]["layers"] = 3.5; }},
       {"attention.qkv_bias: expected true or false", [](auto& j) { j["attention"]["qkv_bias"] = 1; }},
       {"rope.theta: expected a finite value exactly representable as f32", [](auto& j) { j["rope"]["theta"] = 0.1; }},
-      {"version: expected 1 (this reader), found 2", [](auto& j) { j["version"] = 2; }},
+      {"version: expected 1..2 (this reader), found 3", [](auto& j) { j["version"] = 3; }},
+      {"proof: expected no such key", [](auto& j) { j["version"] = 1; }},  // a v1 document has no proof
+      {"proof.blocks: expected 3 entries", [](auto& j) { j["proof"]["blocks"].erase(0); }},
+      {"proof.blocks[0]: expected 64 lowercase hex", [](auto& j) { j["proof"]["blocks"][0] = "x"; }},
+      {"proof.block_positions: expected 16", [](auto& j) { j["proof"]["block_positions"] = 8; }},
+      {"proof.boundary_logits_sha256: expected 64 lowercase hex",
+       [](auto& j) { j["proof"]["boundary_logits_sha256"] = "ABC"; }},
       {"format: expected ember.kv-snapshot", [](auto& j) { j["format"] = "other"; }},
       {"representation.dtype: expected one of f16", [](auto& j) { j["representation"]["dtype"] = "bf16"; }},
       {"representation.keys: expected one of", [](auto& j) { j["representation"]["keys"] = "rotated"; }},
@@ -294,6 +302,7 @@ TEST(SnapshotVerify, AbsurdGeometryIsRefusedWithoutAllocating) {
     const uint64_t b = 2ull * 1024 * 1024 * 4096 * 7;
     j["payload"]["keys"]["bytes"] = b;
     j["payload"]["values"]["bytes"] = b;
+    j["proof"]["blocks"] = std::vector<std::string>(1024, std::string(64, 'a'));  // one per layer
   });
   expect_rejected(dir, "payload.keys.bytes: expected 60129542144 (manifest)");
   for (const char* field : {"layers", "kv_heads", "head_dim", "positions"}) {
@@ -310,7 +319,8 @@ TEST(SnapshotVerify, ReportListsEveryCheck) {
   const std::string dir = write_valid("report");
   const kv::VerifyReport ok = kv::verify_snapshot(dir);
   ASSERT_TRUE(ok.ok) << ok.error;
-  ASSERT_EQ(ok.checks.size(), 8u);  // directory, manifest, then bytes/sha256/finite per payload
+  // directory, manifest, bytes per payload, proof.blocks, then sha256/finite per payload
+  ASSERT_EQ(ok.checks.size(), 9u);
   for (const auto& c : ok.checks) EXPECT_EQ(c.status, "ok") << c.name;
   fs::remove(dir + "/manifest.json");
   const kv::VerifyReport bad = kv::verify_snapshot(dir);

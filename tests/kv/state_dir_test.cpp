@@ -51,17 +51,15 @@ std::string write_mapped(const std::string& tag) {
 
 void read_mapped(const std::string& dir) { kv::open_state(dir, {kv::Accept::mapped}); }
 
-// Writes `bits` at one value of a payload file and re-hashes the manifest entry, so that only
-// the finiteness rule can refuse the result.
+// Writes `bits` at one value of a payload file and re-hashes the manifest's payload entries and
+// proof blocks, so that only the finiteness rule can refuse the result.
 void poison(const std::string& dir, kv::Payload p, size_t index, uint16_t bits) {
   const std::string path = dir + "/" + kv::payload_file(p);
   std::string b = slurp(path);
   b[2 * index] = char(bits & 0xff);
   b[2 * index + 1] = char(bits >> 8);
   spit(path, b);
-  edit_manifest(dir, [&](auto& j) {
-    j["payload"][p == kv::Payload::keys ? "keys" : "values"]["sha256"] = sha256_hex(b);
-  });
+  rehash_payloads(dir);
 }
 
 // Every entry point that reads a directory, by the command it serves.
@@ -231,7 +229,7 @@ TEST(StateDir, TamperedMappedPayloadIsRefusedByHash) {
   std::string b = slurp(dir + "/values.f16le");
   b[5] ^= 1;
   spit(dir + "/values.f16le", b);
-  EXPECT_NE(error_of([&] { read_mapped(dir); }).find("payload.values.sha256"), std::string::npos);
+  EXPECT_NE(error_of([&] { read_mapped(dir); }).find("values.f16le: proof.blocks[0]"), std::string::npos);
 }
 
 // ---- defect 7: non-finite K/V --------------------------------------------------------------
@@ -248,11 +246,13 @@ TEST(NonFinite, NanWithAMatchingHashIsRefusedByVerifyReplayAndPack) {
     EXPECT_NE(err.find(needle), std::string::npos) << e.name << ": " << err;
   }
   const kv::VerifyReport r = kv::verify_snapshot(dir);
-  ASSERT_EQ(r.checks.size(), 8u);
-  EXPECT_EQ(r.checks[3].name, "payload.keys.sha256");
-  EXPECT_EQ(r.checks[3].status, "ok");  // the hash matches: only finiteness can catch it
-  EXPECT_EQ(r.checks[4].name, "payload.keys.finite");
-  EXPECT_EQ(r.checks[4].status, "failed");
+  ASSERT_EQ(r.checks.size(), 9u);
+  EXPECT_EQ(r.checks[4].name, "proof.blocks");
+  EXPECT_EQ(r.checks[4].status, "ok");
+  EXPECT_EQ(r.checks[5].name, "payload.keys.sha256");
+  EXPECT_EQ(r.checks[5].status, "ok");  // the hash matches: only finiteness can catch it
+  EXPECT_EQ(r.checks[6].name, "payload.keys.finite");
+  EXPECT_EQ(r.checks[6].status, "failed");
   // The commands: verify exits 1; replay refuses the state before it imports it into the model
   // (the model is loaded first, to bound the positions by its context, but nothing is decoded).
   std::string out;
@@ -345,13 +345,14 @@ TEST(NonFinite, CompareRefusesUnlessAllowed) {
   b[0] ^= 1;
   spit(bad + "/keys.f16le", b);
   EXPECT_NE(run_command(ember_binary() + " kv compare " + good + " " + bad + " --allow-non-finite", &out), 0);
-  EXPECT_NE(out.find("payload.keys.sha256"), std::string::npos) << out;
+  EXPECT_NE(out.find("proof.blocks[0]"), std::string::npos) << out;
 }
 
 TEST(NonFinite, CheckSpansSplitWrites) {
   // A value whose two bytes arrive in separate writes is still checked, at the right place.
-  kv::Geometry g{1, 1, 4, 2};
-  kv::PayloadCheck c(g);
+  kv::SnapshotManifest m;
+  m.geometry = kv::Geometry{1, 1, 4, 2};
+  kv::PayloadCheck c(m);
   const uint8_t bytes[] = {0, 0, 0, 0, 0, 0, 0x00, 0x7c};  // value 3 = +Inf
   c.write(bytes, 7);
   EXPECT_EQ(c.first_non_finite(), "");

@@ -20,7 +20,11 @@ TEST(PrefixHashOnce, APrefixHitHashesThePayloadOnceAndEqualsTheColdRun) {
   const auto tok = tok::Tokenizer::from_gguf(m->file());
   model::Engine e(m, {1});
   const std::vector<int32_t> stored = tok->encode(
-      "Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine.", true);
+      // Long enough that the manifest (its seal) and the proof's per-block digests are the small
+      // fraction left over beside stories260K's narrow rows.
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine. "
+      "Every morning she ran to the park with her brother Tom, and they played with a red ball until lunch. "
+      "Their mother made soup and bread, and they ate it under the big tree in the garden.", true);
   std::vector<int32_t> prompt = stored;
   for (int32_t t : tok->encode(" One day she saw a big dog.", false)) prompt.push_back(t);
   ASSERT_GE(stored.size(), size_t(2 * kPrefixBlock));
@@ -40,7 +44,10 @@ TEST(PrefixHashOnce, APrefixHitHashesThePayloadOnceAndEqualsTheColdRun) {
   const double n = double(sha256_bytes_hashed() - before) / double(payload);
   ASSERT_GT(r.restored, 0) << r.report;
   EXPECT_GE(n, 1.0);
-  EXPECT_LT(n, 1.2) << "a prefix hit hashed the payload " << n << " times";
+  // The rest is metadata: the manifest's seal (parsed by the lookup and the get, each time with
+  // its 70-byte proof entry per 2 KiB layer-block of stories260K's narrow rows) and the 64 bytes
+  // of block digests per layer-block; a second pass over the payload would make it >= 2.
+  EXPECT_LT(n, 1.3) << "a prefix hit hashed the payload " << n << " times";
   // Restored in place: the cache already has room for the whole prompt.
   EXPECT_GE(r.cache.capacity, int(prompt.size()));
 

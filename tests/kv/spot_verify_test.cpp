@@ -1,0 +1,210 @@
+// `kv verify --model M --spot K` (kv/spot_check.h) and the version 2 proof: clean caches made on
+// every thread count and SIMD path pass; planted corruptions that the seal cannot see (a state
+// resealed over rows its prefix cannot have produced) are caught and named; version 1
+// snapshots are still read; the store names the bad block.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "kv/kv_test_util.h"
+#include "kv/replay.h"
+#include "kv/spot_check.h"
+#include "model/engine.h"
+#include "store/store.h"
+#include "support/cli_run.h"
+#include "support/test_support.h"
+#include "tokenizer/tokenizer.h"
+#include "util/simd.h"
+
+namespace ember::kv::spot_test {
+namespace {
+
+using test::q;
+using test::run_ember;
+
+const char* kPrompt =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the sunshine. "
+    "One day she saw a big dog in the park and they became friends.";
+
+struct Fixture {
+  std::shared_ptr<const model::Model> m = model::Model::load(test::shared_path("models/stories260K.gguf"));
+  std::unique_ptr<tok::Tokenizer> tok = tok::Tokenizer::from_gguf(m->file());
+  model::Engine e{m, {1}};
+  ExportResult exported(const std::string& text) { return export_prefix(e, tok->identity(), tok->encode(text, true), "test"); }
+};
+
+// The state with `edit` applied to its cache and sealed again: bytes and seal agree, so only a
+// recomputation can tell. The manifest keeps the producer's boundary logits hash.
+VerifiedState forged(const VerifiedState& s, const std::function<void(model::KvCache&)>& edit) {
+  KvState x = s.copy().release();
+  edit(x.cache);
+  return seal(std::move(x), "forged");
+}
+
+SpotReport check(Fixture& f, const VerifiedState& s, int k, uint64_t seed = 0) {
+  return spot_check(f.e, s.manifest(), s.cache(), k, seed);
+}
+
+TEST(SpotCheck, ACleanCachePassesWithItsBoundaryLogits) {
+  Fixture f;
+  const ExportResult x = f.exported(kPrompt);
+  for (int k : {1, 2, 4, 8}) {
+    const SpotReport r = check(f, x.snapshot, k, 7);
+    EXPECT_TRUE(r.ok()) << r.summary();
+    EXPECT_EQ(r.logits, "ok");
+    EXPECT_EQ(r.positions.back().position, x.snapshot.manifest().geometry.positions - 1);
+    EXPECT_EQ(int(r.positions.size()), k);
+  }
+  EXPECT_EQ(x.snapshot.manifest().proof.boundary_logits_sha256, logits_hash(x.boundary_logits));
+}
+
+TEST(SpotCheck, AFlippedBitAtTheLastPositionIsNamedByLayerHeadAndPosition) {
+  Fixture f;
+  const ExportResult x = f.exported(kPrompt);
+  const int P = x.snapshot.manifest().geometry.positions;
+  const VerifiedState bad = forged(x.snapshot, [&](model::KvCache& c) { c.k_row(3, 2, P - 1)[5] ^= 0x0400; });
+  const SpotReport r = check(f, bad, 1);
+  ASSERT_FALSE(r.ok());
+  ASSERT_NE(r.first_diff(), nullptr);
+  EXPECT_EQ(r.first_diff()->layer, 3);
+  EXPECT_EQ(r.first_diff()->kv_head, 2);
+  EXPECT_EQ(r.first_diff()->position, P - 1);
+  EXPECT_FALSE(r.first_diff()->values);
+  EXPECT_NE(r.summary().find("K row of layer 3, kv_head 2, position " + std::to_string(P - 1)), std::string::npos)
+      << r.summary();
+}
+
+TEST(SpotCheck, PlantedCorruptionsAreCaughtWithOneSpot) {
+  Fixture f;
+  const ExportResult x = f.exported(kPrompt);
+  const int P = x.snapshot.manifest().geometry.positions;
+  ASSERT_GE(P, 33);
+  // Another prompt of the same length: its rows under this manifest.
+  std::vector<int32_t> other = f.tok->encode("The cat sat on the mat and looked at the moon. It was a quiet night.", true);
+  while (int(other.size()) < P) other.push_back(other[other.size() % 7 + 1]);
+  other.resize(size_t(P));
+  const ExportResult y = export_prefix(f.e, f.tok->identity(), other, "test");
+  const std::vector<std::pair<std::string, std::function<void(model::KvCache&)>>> cases = {
+      {"flip early", [](model::KvCache& c) { c.v_row(1, 0, 4)[2] ^= 0x0200; }},
+      {"flip last layer", [&](model::KvCache& c) { c.k_row(c.n_layers - 1, 1, 9)[0] ^= 0x0100; }},
+      {"swap blocks",
+       [](model::KvCache& c) {
+         for (int l = 0; l < c.n_layers; ++l)
+           for (int h = 0; h < c.n_kv_heads; ++h)
+             for (int p = 0; p < 16; ++p)
+               for (int d = 0; d < c.head_dim; ++d) {
+                 std::swap(c.k_row(l, h, p)[d], c.k_row(l, h, p + 16)[d]);
+                 std::swap(c.v_row(l, h, p)[d], c.v_row(l, h, p + 16)[d]);
+               }
+       }},
+      {"other prompt", [&](model::KvCache& c) { c.copy_prefix(y.snapshot.cache(), P); }},
+      // A tail lost and padded back with zeros (the construction docs/results/spot-verify.md uses).
+      {"truncated tail",
+       [&](model::KvCache& c) {
+         for (int l = 0; l < c.n_layers; ++l)
+           for (int h = 0; h < c.n_kv_heads; ++h)
+             for (int p = P - 3; p < P; ++p) {
+               std::fill_n(c.k_row(l, h, p), c.head_dim, uint16_t(0));
+               std::fill_n(c.v_row(l, h, p), c.head_dim, uint16_t(0));
+             }
+       }},
+  };
+  for (const auto& [name, edit] : cases) {
+    const SpotReport r = check(f, forged(x.snapshot, edit), 1);
+    EXPECT_FALSE(r.ok()) << name << ": " << r.summary();
+  }
+}
+
+// Clean caches exported with 1-3 threads on every SIMD path this CPU has pass the CLI check,
+// which runs on the default path with 2 threads.
+TEST(SpotVerifyCli, CleanCachesFromEveryThreadCountAndSimdPathPass) {
+  const std::string model = test::shared_path("models/stories260K.gguf");
+  const std::string dir = test::temp_dir("spot-clean");
+  for (SimdLevel level : test::simd_levels_under_test())
+    for (int threads : {1, 2, 3}) {
+      const std::string snap = dir + "/" + simd_name(level) + "-" + std::to_string(threads);
+      // EMBER_SIMD set for the export alone.
+      ASSERT_EQ(test::run_command("EMBER_SIMD=" + std::string(simd_name(level)) + " " + test::ember_binary() +
+                                  " kv export --model " + q(model) + " --threads " + std::to_string(threads) +
+                                  " --prompt " + q(kPrompt) + " --output " + q(snap)),
+                0);
+      const test::CliRun v = run_ember("kv verify " + q(snap) + " --model " + q(model) + " --spot 4 --threads 2");
+      EXPECT_EQ(v.rc, 0) << simd_name(level) << " threads " << threads << ": " << v.out;
+      EXPECT_NE(v.out.find("spot.boundary_logits   ok"), std::string::npos) << v.out;
+    }
+}
+
+TEST(SpotVerifyCli, AForgedCacheFailsWithExitOneNamingTheRowInTextAndJson) {
+  Fixture f;
+  const ExportResult x = f.exported(kPrompt);
+  const int P = x.snapshot.manifest().geometry.positions;
+  const std::string dir = test::temp_dir("spot-forged") + "/snap";
+  write_state_dir(forged(x.snapshot, [&](model::KvCache& c) { c.v_row(2, 1, P - 1)[3] ^= 0x0001; }), dir, false);
+  const std::string model = test::shared_path("models/stories260K.gguf");
+  EXPECT_EQ(run_ember("kv verify " + q(dir)).rc, 0);  // its bytes are its seal's
+  const test::CliRun t = run_ember("kv verify " + q(dir) + " --model " + q(model) + " --spot 2 --seed 3");
+  EXPECT_EQ(t.rc, 1) << t.out;
+  EXPECT_NE(t.out.find("V row of layer 2, kv_head 1, position " + std::to_string(P - 1)), std::string::npos) << t.out;
+  const test::CliRun j = run_ember("kv verify " + q(dir) + " --model " + q(model) + " --spot 2 --json");
+  EXPECT_EQ(j.rc, 1) << j.out;
+  const size_t open = j.out.find("{\n");  // stdout's JSON, beside the error line on stderr
+  ASSERT_NE(open, std::string::npos) << j.out;
+  const std::string json = j.out.substr(open, j.out.rfind("\n}") + 2 - open);
+  const nlohmann::json doc = nlohmann::json::parse(json);
+  EXPECT_EQ(doc["result"], "failed");
+  EXPECT_EQ(doc["spot"]["first_diff"]["layer"], 2);
+  EXPECT_EQ(doc["spot"]["first_diff"]["kv_head"], 1);
+  EXPECT_EQ(doc["spot"]["first_diff"]["position"], P - 1);
+  EXPECT_EQ(doc["spot"]["first_diff"]["payload"], "values");
+  // --spot without --model is a usage error.
+  EXPECT_EQ(run_ember("kv verify " + q(dir) + " --spot 2").rc, 2);
+}
+
+// A version 1 snapshot (no proof; payload hashes over the whole files) is still read, verified
+// and spot-checked (its boundary logits were not recorded).
+TEST(SnapshotVersions, AVersionOneSnapshotIsStillRead) {
+  Fixture f;
+  const ExportResult x = f.exported(kPrompt);
+  const std::string dir = test::temp_dir("v1") + "/snap";
+  write_state_dir(x.snapshot, dir, false);
+  test::edit_manifest(dir, [](auto& j) {
+    j["version"] = 1;
+    j.erase("proof");
+  });
+  test::rehash_payloads(dir);
+  const VerifiedState s = open_state(dir);
+  EXPECT_EQ(s.manifest().version, 1);
+  EXPECT_TRUE(s.manifest().proof.blocks.empty());
+  EXPECT_EQ(s.manifest().keys.sha256, sha256_hex(test::slurp(dir + "/keys.f16le")));
+  const VerifyReport r = verify_snapshot(dir);
+  EXPECT_TRUE(r.ok) << r.error;
+  const SpotReport sr = check(f, s, 4);
+  EXPECT_TRUE(sr.ok()) << sr.summary();
+  EXPECT_EQ(sr.logits, "not-recorded");
+  // Re-sealed (a changed state), it is written as version 2.
+  KvState c = s.copy().release();
+  EXPECT_EQ(seal(std::move(c), "reseal").manifest().version, 2);
+}
+
+TEST(StoreProof, AFlippedByteInAChunkNamesTheBlock) {
+  const VerifiedState s = test::make_snapshot(2, 2, 64, 40);
+  store::Store st = store::Store::open("dir:" + test::temp_dir("store-proof") + "/s");
+  const store::PutResult r = st.put(s, {"c", false, 4096});
+  const store::Entry e = st.read_entry(r.seal);
+  // values chunk 3 of 5 holds bytes [8192, 12288) of values.f16le ([layer][kv_head][position]
+  // [dim], 40 * 64 * 2 = 5120 bytes a head): byte 8292 is layer 0, kv_head 1, position
+  // (8292 - 5120) / 128 = 24: block 1 (positions 16-31), proof.blocks[1].
+  const std::string key = store::KeyLayout::chunk(r.seal, e.chunks[1][2]);
+  std::string bytes = *st.backend().get(key, 1 << 20);
+  bytes[100] ^= 0x01;
+  st.backend().replace(key, bytes);
+  const std::string err = test::error_of([&] { st.get(r.seal); });
+  EXPECT_NE(err.find("chunk " + key + " (payload.values chunk 3 of 5): sha256"), std::string::npos) << err;
+  EXPECT_NE(err.find("proof.blocks[1]"), std::string::npos) << err;
+  EXPECT_NE(err.find("V rows of layer 0, block 1 (positions 16-31)"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace ember::kv::spot_test
