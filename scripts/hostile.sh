@@ -210,6 +210,27 @@ PY
   expect_refused "payloads swapped with their hashes" "$d/swap" "seal: expected"
   edit resealed 'j["resume"]["token"] += 1' reseal
   expect_refused "re-sealed edit against --expect" "$d/resealed" "(--expect)" --expect "$seal"
+  # The version 2 proof (docs/formats/kv-snapshot-v1.md): each edit re-sealed, so its own rule
+  # (or the payload pass) names it.
+  edit proof-hex 'j["proof"]["blocks"][0] = "X" * 64' reseal
+  expect_refused "proof block not hex" "$d/proof-hex" "proof.blocks[0]: expected 64 lowercase hex"
+  edit proof-count 'j["proof"]["blocks"].append(j["proof"]["blocks"][0])' reseal
+  expect_refused "proof with a block too many" "$d/proof-count" "proof.blocks: expected"
+  edit proof-block 'j["proof"]["blocks"][0] = "0" * 64' reseal
+  expect_refused "proof block of other rows" "$d/proof-block" "proof.blocks[0]: expected 0000"
+  edit proof-size 'j["proof"]["block_positions"] = 8' reseal
+  expect_refused "proof block size" "$d/proof-size" "proof.block_positions: expected 16"
+  edit proof-logits 'j["proof"]["boundary_logits_sha256"] = "abc"' reseal
+  expect_refused "boundary logits hash not hex" "$d/proof-logits" "proof.boundary_logits_sha256: expected 64 lowercase hex"
+  edit proof-v1 'j["version"] = 1' reseal
+  expect_refused "a proof in a version 1 manifest" "$d/proof-v1" "proof: expected no such key"
+  edit proof-none 'del j["proof"]' reseal
+  expect_refused "no proof in a version 2 manifest" "$d/proof-none" "proof"
+  edit version3 'j["version"] = 3' reseal
+  expect_refused "version 3" "$d/version3" "version: expected 1..2 (this reader), found 3"
+  out=$(ember kv verify small-snap --spot 2 2>&1); rc=$?
+  if [[ $rc -eq 2 && "$out" == *"--spot: expected --model"* ]]; then ok "kv verify --spot without --model: exit 2"
+  else broken "kv verify --spot without --model: rc $rc: $out"; fi
 }
 
 # Strings from files never reach the terminal raw: an ESC sequence and a NUL in a manifest
