@@ -1,0 +1,205 @@
+// Detection rate and cost of `kv verify --spot K` (kv/spot_check.h) on corrupted caches whose
+// seal agrees with their bytes (a store or serde that re-sealed what it handed back), for the
+// six classes of docs/results/spot-verify.md, at K = 1, 2, 4, 8 from one K = 8 draw (the K
+// positions of spot_positions(P, K, seed) are a subset of those for 8: the same Fisher-Yates
+// prefix). Ground truth: a corruption counts when any logit of the 16-token continuation
+// (the resume token, then the clean run's greedy tokens, teacher-forced) differs bit for bit
+// from the clean cache's. The cost is the spot check's time as a fraction of the prefill of
+// the same P tokens, measured in this run.
+//
+//   bench_spot_verify MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS]
+// Prints one JSON object per line: {"class", "trials", "changed", "detected": {"1":..}} and a
+// final {"clean": ...} line with false alarms and costs. EMBER_SIMD chooses the path.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analysis/compare_metrics.h"
+#include "analysis/kv_quantize.h"
+#include "kv/recompute_rows.h"
+#include "kv/spot_check.h"
+#include "model/engine.h"
+#include "model/generate.h"
+#include "tokenizer/tokenizer.h"
+#include "util/f16.h"
+#include "util/simd.h"
+
+using namespace ember;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Prefill {
+  kv::SnapshotManifest m;  // prefix, resume and boundary logits hash: all the check reads
+  model::KvCache cache;
+  std::vector<int32_t> next;  // resume token + 15 greedy tokens of the clean run
+  std::vector<float> logits;  // their 16 x vocab logits (teacher-forced, clean)
+  double seconds = 0;
+};
+
+Prefill prefill(model::Engine& e, const std::vector<int32_t>& tokens) {
+  Prefill p;
+  const int P = int(tokens.size());
+  p.m.geometry = {e.config().n_layers, e.config().n_kv_heads, e.config().head_dim, P};
+  p.m.prefix.tokens = tokens;
+  p.cache = e.new_cache(P + 16);
+  const auto t = Clock::now();
+  const std::vector<float> boundary = e.forward(p.cache, tokens);
+  p.seconds = seconds_since(t);
+  p.m.proof.boundary_logits_sha256 = kv::logits_hash(boundary);
+  p.m.resume.token = model::argmax(boundary.data(), int(boundary.size()));
+  // The clean continuation: greedy tokens, then their logits teacher-forced in one pass.
+  model::KvCache c = p.cache.copy();
+  p.next.push_back(p.m.resume.token);
+  for (int i = 1; i < 16; ++i) {
+    const std::vector<float> l = e.forward(c, std::span<const int32_t>(&p.next.back(), 1));
+    p.next.push_back(model::argmax(l.data(), int(l.size())));
+  }
+  model::KvCache c2 = p.cache.copy();
+  p.logits = e.forward(c2, p.next, nullptr, /*all_logits=*/true);
+  return p;
+}
+
+// Whether any logit of the teacher-forced continuation differs from the clean one.
+bool changes_continuation(model::Engine& e, const Prefill& clean, const model::KvCache& bad) {
+  model::KvCache c = bad.copy();
+  const std::vector<float> l = e.forward(c, clean.next, nullptr, true);
+  return std::memcmp(l.data(), clean.logits.data(), l.size() * sizeof(float)) != 0;
+}
+
+void swap_rows(model::KvCache& c, int a, int b) {
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int h = 0; h < c.n_kv_heads; ++h)
+      for (int d = 0; d < c.head_dim; ++d) {
+        std::swap(c.k_row(l, h, a)[d], c.k_row(l, h, b)[d]);
+        std::swap(c.v_row(l, h, a)[d], c.v_row(l, h, b)[d]);
+      }
+}
+
+void copy_rows(const model::KvCache& from, model::KvCache& to, int p0, int p1) {
+  for (int l = 0; l < to.n_layers; ++l)
+    for (int h = 0; h < to.n_kv_heads; ++h) {
+      std::copy(from.k_row(l, h, p0), from.k_row(l, h, p1), to.k_row(l, h, p0));
+      std::copy(from.v_row(l, h, p0), from.v_row(l, h, p1), to.v_row(l, h, p0));
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 7) {
+    std::fprintf(stderr, "usage: %s MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS]\n", argv[0]);
+    return 2;
+  }
+  const int P = std::atoi(argv[4]), trials = std::atoi(argv[5]);
+  const uint64_t seed = std::strtoull(argv[6], nullptr, 10);
+  const int threads = argc > 7 ? std::atoi(argv[7]) : 1;
+  auto m = model::Model::load(argv[1]);
+  auto derived = model::Model::load(argv[2]);
+  auto tok = tok::Tokenizer::from_gguf(m->file());
+  model::Engine e(m, {threads, true}), ed(derived, {threads, true});
+  std::ifstream in(argv[3]);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::vector<int32_t> all = tok->encode(ss.str(), true);
+  while (int(all.size()) < 2 * P + 1) all.insert(all.end(), all.begin() + 1, all.end());
+  const std::vector<int32_t> a(all.begin(), all.begin() + P);
+  std::vector<int32_t> b(all.begin() + P, all.begin() + 2 * P);
+  b[0] = a[0];
+  const Prefill clean = prefill(e, a);
+  const Prefill other = prefill(e, b);
+  model::KvCache derived_cache = ed.new_cache(P);
+  ed.forward(derived_cache, a);
+
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](int n) { return int(rng() % uint64_t(n)); };
+  const int blocks = P / 16;
+  const char* classes[] = {"flip", "swap", "other-prompt", "derived-model", "q4_0", "truncated-tail"};
+  for (const char* cls : classes) {
+    int changed = 0, detected[4] = {0, 0, 0, 0}, unchanged_flagged = 0;
+    for (int t = 0; t < trials; ++t) {
+      model::KvCache bad = clean.cache.copy();
+      const std::string c = cls;
+      // A run of 16..256 positions on a 16-block boundary, for the row-substitution classes.
+      const int run = 16 * (1 + uniform(16));
+      const int r0 = 16 * uniform(std::max(1, blocks - run / 16 + 1)), r1 = std::min(P, r0 + run);
+      if (c == "flip") {
+        for (;;) {
+          const int l = uniform(bad.n_layers), h = uniform(bad.n_kv_heads), p = uniform(P), d = uniform(bad.head_dim);
+          uint16_t* x = uniform(2) ? bad.k_row(l, h, p) + d : bad.v_row(l, h, p) + d;
+          const uint16_t y = uint16_t(*x ^ (1u << uniform(16)));
+          if ((y & 0x7c00) == 0x7c00) continue;  // a non-finite value: the readers refuse it
+          *x = y;
+          break;
+        }
+      } else if (c == "swap") {
+        const int i = uniform(blocks);
+        int j = uniform(blocks - 1);
+        if (j >= i) ++j;
+        for (int k = 0; k < 16; ++k) swap_rows(bad, 16 * i + k, 16 * j + k);
+      } else if (c == "other-prompt") {
+        copy_rows(other.cache, bad, r0, r1);
+      } else if (c == "derived-model") {
+        copy_rows(derived_cache, bad, r0, r1);
+      } else if (c == "q4_0") {
+        for (int l = 0; l < bad.n_layers; ++l)
+          for (analysis::KvPart part : {analysis::KvPart::k, analysis::KvPart::v})
+            analysis::quantize_kv_rows(bad, part, gguf::TensorType::Q4_0, analysis::KvRotation::none, l, r0, r1, true);
+      } else {  // truncated-tail: the last 1..64 positions lost and padded back with zeros
+        const int lost = 1 + uniform(64);
+        for (int l = 0; l < bad.n_layers; ++l)
+          for (int h = 0; h < bad.n_kv_heads; ++h)
+            for (int p = P - lost; p < P; ++p) {
+              std::fill_n(bad.k_row(l, h, p), bad.head_dim, uint16_t(0));
+              std::fill_n(bad.v_row(l, h, p), bad.head_dim, uint16_t(0));
+            }
+      }
+      bad.n_pos = P;
+      const bool matters = changes_continuation(e, clean, bad);
+      const kv::SpotReport r = kv::spot_check(e, clean.m, bad, 8, seed * 1000003 + uint64_t(t));
+      const int ks[4] = {1, 2, 4, 8};
+      for (int i = 0; i < 4; ++i) {
+        const std::vector<int> sub = kv::spot_positions(P, ks[i], seed * 1000003 + uint64_t(t));
+        bool caught = false;
+        for (const kv::SpotPosition& sp : r.positions)
+          if (sp.diff && std::find(sub.begin(), sub.end(), sp.position) != sub.end()) caught = true;
+        caught = caught || r.logits == "differs" || !r.resume_ok;  // the last position is in every K
+        if (matters && caught) ++detected[i];
+        if (!matters && caught && i == 3) ++unchanged_flagged;
+      }
+      if (matters) ++changed;
+    }
+    std::printf("{\"class\":\"%s\",\"trials\":%d,\"changed\":%d,\"detected\":{\"1\":%d,\"2\":%d,\"4\":%d,\"8\":%d},"
+                "\"flagged_without_change_k8\":%d}\n",
+                cls, trials, changed, detected[0], detected[1], detected[2], detected[3], unchanged_flagged);
+    std::fflush(stdout);
+  }
+  // Clean caches: false alarms and the check's cost against the prefill, alternated.
+  int alarms = 0;
+  double spot_s[4] = {0, 0, 0, 0}, prefill_s = 0;
+  const int reps = 5;
+  for (int rep = 0; rep < reps; ++rep) {
+    model::KvCache c = e.new_cache(P);
+    const auto t = Clock::now();
+    e.forward(c, a);
+    prefill_s += seconds_since(t);
+    const int ks[4] = {1, 2, 4, 8};
+    for (int i = 0; i < 4; ++i) {
+      const auto t2 = Clock::now();
+      const kv::SpotReport r = kv::spot_check(e, clean.m, c, ks[i], uint64_t(rep));
+      spot_s[i] += seconds_since(t2);
+      if (!r.ok()) ++alarms;
+    }
+  }
+  std::printf("{\"clean\":{\"simd\":\"%s\",\"threads\":%d,\"P\":%d,\"checks\":%d,\"false_alarms\":%d,"
+              "\"prefill_s\":%.6f,\"cost\":{\"1\":%.5f,\"2\":%.5f,\"4\":%.5f,\"8\":%.5f}}}\n",
+              simd_name(active_simd()), threads, P, 4 * reps, alarms, prefill_s / reps, spot_s[0] / prefill_s,
+              spot_s[1] / prefill_s, spot_s[2] / prefill_s, spot_s[3] / prefill_s);
+  return 0;
+}
