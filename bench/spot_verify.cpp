@@ -7,7 +7,7 @@
 // from the clean cache's. The cost is the spot check's time as a fraction of the prefill of
 // the same P tokens, measured in this run.
 //
-//   bench_spot_verify MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS]
+//   bench_spot_verify MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS [REPS]]
 // Prints one JSON object per line: {"class", "trials", "changed", "detected": {"1":..}} and a
 // final {"clean": ...} line with false alarms and costs. EMBER_SIMD chooses the path.
 #include <chrono>
@@ -94,12 +94,13 @@ void copy_rows(const model::KvCache& from, model::KvCache& to, int p0, int p1) {
 
 int main(int argc, char** argv) {
   if (argc < 7) {
-    std::fprintf(stderr, "usage: %s MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS [REPS]]\n", argv[0]);
     return 2;
   }
   const int P = std::atoi(argv[4]), trials = std::atoi(argv[5]);
   const uint64_t seed = std::strtoull(argv[6], nullptr, 10);
   const int threads = argc > 7 ? std::atoi(argv[7]) : 1;
+  const int reps = argc > 8 ? std::max(1, std::atoi(argv[8])) : 5;  // clean prefill/check repetitions
   auto m = model::Model::load(argv[1]);
   auto derived = model::Model::load(argv[2]);
   auto tok = tok::Tokenizer::from_gguf(m->file());
@@ -183,7 +184,6 @@ int main(int argc, char** argv) {
   // Clean caches: false alarms and the check's cost against the prefill, alternated.
   int alarms = 0;
   double spot_s[4] = {0, 0, 0, 0}, prefill_s = 0;
-  const int reps = 5;
   for (int rep = 0; rep < reps; ++rep) {
     model::KvCache c = e.new_cache(P);
     const auto t = Clock::now();
