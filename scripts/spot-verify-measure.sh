@@ -15,7 +15,8 @@ PROMPTS=$SHARED/models/prompts-stories-kjv.txt
 OUT=${OUT:-$(mktemp -d)}
 echo "# $(date -u +%FT%TZ) $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) vCPUs"
 "$BUILD/bench/bench_spot_verify" "$MODEL" "$DERIVED" "$PROMPTS" "$P" "$TRIALS" 1 1
-# False alarms across paths: a P-token prompt from the same text, as token ids.
+# False alarms across paths: the file's first 7,000 characters as one prompt (about 2,000
+# stories260K tokens; each export prints its count).
 python3 - "$PROMPTS" > "$OUT/text.txt" <<'PY'
 import sys
 print(open(sys.argv[1]).read().replace("\n", " ")[:7000])
