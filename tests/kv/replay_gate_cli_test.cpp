@@ -144,7 +144,7 @@ TEST(KvCli, ExportReplayAndFailClosedPaths) {
   b[5] ^= 4;
   spit(dir + "/s/keys.f16le", b);
   EXPECT_EQ(run_command(ember_binary() + " kv replay --snapshot " + dir + "/s --model " + model, &log), 2);
-  EXPECT_NE(log.find("payload.keys.sha256"), std::string::npos) << log;
+  EXPECT_NE(log.find("keys.f16le: proof.blocks[0]"), std::string::npos) << log;  // names the block
 }
 
 TEST(KvCli, SlowKillDuringExportLeavesNothingOrACompleteSnapshot) {
