@@ -10,6 +10,7 @@
 #include "support/cli_run.h"
 #include "support/test_support.h"
 #include "util/atomic_file.h"
+#include "util/sha256.h"
 
 namespace ember::analysis {
 namespace {
@@ -122,7 +123,9 @@ TEST(CompareCli, PerturbWritesOnlyAReceiptThatCompareAppliesToItsSource) {
   EXPECT_EQ(entries, 1u);  // the receipt and nothing else
   const json rec = json::parse(read_file(receipt));
   EXPECT_EQ(rec["source"]["snapshot_id"], compared_from_state(kv::open_state(a)).identity.snapshot_id);
-  EXPECT_EQ(rec["source"]["keys_sha256"], base.manifest().keys.sha256);
+  // The receipt's keys_sha256 is the SHA-256 of the K rows as keys.f16le holds them (a version 2
+  // manifest's payload.keys.sha256 is over its block digests instead).
+  EXPECT_EQ(rec["source"]["keys_sha256"], sha256_file_hex(a + "/keys.f16le"));
   EXPECT_EQ(rec["affected_elements"]["k"], 40);
 
   CliRun r = run_ember("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " + q(receipt));
