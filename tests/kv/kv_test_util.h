@@ -125,8 +125,8 @@ inline void rehash_payloads(const std::string& dir) {
     m.geometry = {j["geometry"]["layers"].template get<int>(), j["geometry"]["kv_heads"].template get<int>(),
                   j["geometry"]["head_dim"].template get<int>(), j["geometry"]["positions"].template get<int>()};
     kv::PayloadCheck k(m), v(m);
-    k.write(slurp(dir + "/keys.f16le"));
-    v.write(slurp(dir + "/values.f16le"));
+    k.write(::ember::test::slurp(dir + "/keys.f16le"));
+    v.write(::ember::test::slurp(dir + "/values.f16le"));
     j["payload"]["keys"]["sha256"] = k.sha256();
     j["payload"]["values"]["sha256"] = v.sha256();
     if (m.version >= 2) j["proof"]["blocks"] = kv::proof_blocks(k, v);
