@@ -3,7 +3,6 @@
 #include <string>
 #include <vector>
 
-#include "gguf/dequantize.h"
 #include "gguf/quantize.h"
 #include "kv/llamacpp_state.h"
 #include "util/error.h"
@@ -41,17 +40,7 @@ void check_kv_quantizable(gguf::TensorType type, int n_kv_heads, int head_dim,
 
 void quantize_kv_row(gguf::TensorType type, int rot, const float* x, uint8_t* blocks, float* y,
                      int64_t n) {
-  EMBER_CHECK(rot >= 0 && (rot == 0 || n % rot == 0));
-  if (rot > 0) {
-    std::vector<float> r(x, x + n);
-    for (int64_t i = 0; i < n; i += rot) kv::llamacpp_hadamard(r.data() + i, rot);
-    gguf::quantize_row_kv_cache(type, r.data(), blocks, n);
-  } else {
-    gguf::quantize_row_kv_cache(type, x, blocks, n);
-  }
-  gguf::dequantize_row(type, blocks, y, n);
-  if (rot > 0)
-    for (int64_t i = 0; i < n; i += rot) kv::llamacpp_hadamard(y + i, rot);
+  kv::llamacpp_store_row(int32_t(type), rot, x, blocks, y, n);
 }
 
 uint64_t quantize_kv_rows(model::KvCache& cache, KvPart part, gguf::TensorType type,

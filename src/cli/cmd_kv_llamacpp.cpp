@@ -27,7 +27,8 @@ void add_import_llamacpp(CLI::App& kv) {
     std::string state, model, tokenizer, arch, output, sign;
     int threads = 0;
     int64_t resume = -1;
-    bool force = false, no_attn_rot = false;
+    bool force = false, no_attn_rot = false, no_model_check = false;
+    int check_positions = kv::kModelCheckPositions;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = kv.add_subcommand("import-llamacpp",
@@ -47,6 +48,7 @@ void add_import_llamacpp(CLI::App& kv) {
       "--no-attn-rot", o->no_attn_rot,
       "quantized rows are not Hadamard-rotated (written with LLAMA_ATTN_ROT_DISABLE=1, or by a "
       "llama.cpp before attention rotation)");
+  add_model_check_flags(c, o->check_positions, o->no_model_check);
   c->add_flag("--force", o->force, "replace an existing output directory");
   add_threads_option(c, o->threads);
   add_sign_flag(c, o->sign);
@@ -57,11 +59,14 @@ void add_import_llamacpp(CLI::App& kv) {
     const auto file = MappedFile::open(o->state);
     kv::LlamaCppImportOptions opt;
     opt.attn_rot = !o->no_attn_rot;
+    opt.check_positions = o->check_positions;
+    opt.model_check = !o->no_model_check;
     // Range-checked by import_llamacpp against the vocabulary (a negative id is refused there).
     if (resume->count() > 0)
       opt.resume_token = int32_t(std::clamp<int64_t>(o->resume, INT32_MIN, INT32_MAX));
+    kv::ModelCheck check;
     kv::VerifiedState s = kv::import_llamacpp(std::span<const uint8_t>(file->data(), file->size()),
-                                              engine, m.tokenizer->identity(), opt, o->state);
+                                              engine, m.tokenizer->identity(), opt, o->state, &check);
     if (!o->sign.empty()) s = kv::resign(std::move(s), o->sign);
     kv::write_state_dir(s, o->output, o->force);
     const kv::SnapshotManifest& mf = s.manifest();
@@ -74,6 +79,7 @@ void add_import_llamacpp(CLI::App& kv) {
         f.detail("k_rotation").c_str(), f.cache_type_v.c_str(), f.detail("v_rotation").c_str(),
         f.detail("v_layout").c_str(), f.conversion.c_str(), int(mf.resume.token), f.resume_source.c_str(),
         mf.geometry.positions);
+    std::printf("%s\n", kv::model_check_figures(check).c_str());
     std::printf("keys %s\nvalues %s\n", mf.keys.sha256.c_str(), mf.values.sha256.c_str());
     std::printf("seal %s\n", mf.seal.c_str());
   });

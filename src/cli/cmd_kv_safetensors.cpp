@@ -34,8 +34,8 @@ void add_import_safetensors(CLI::App& kv) {
   struct Opts {
     std::string input, model, tokenizer, output, prompt, prompt_file, ids, layout = "mlx", engine;
     int threads = 0;
-    bool no_bos = false, force = false;
-    double max_row_diff = 0.05;
+    bool no_bos = false, force = false, no_model_check = false;
+    int check_positions = kv::kModelCheckPositions;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = kv.add_subcommand("import-safetensors",
@@ -54,8 +54,7 @@ void add_import_safetensors(CLI::App& kv) {
   t->excludes(f)->excludes(i);
   f->excludes(i);
   c->add_flag("--no-bos", o->no_bos, "do not prepend BOS to the prompt text");
-  c->add_option("--max-row-diff", o->max_row_diff,
-                "bound on the recomputed last row's relative difference (default 0.05)");
+  add_model_check_flags(c, o->check_positions, o->no_model_check);
   c->add_option("--output,-o", o->output, "foreign state directory to create")->required();
   c->add_flag("--force", o->force, "replace an existing state directory");
   add_threads_option(c, o->threads);
@@ -83,7 +82,8 @@ void add_import_safetensors(CLI::App& kv) {
     kv::ForeignCache fc = kv::read_safetensors_cache(o->input, layout, target.geometry, target.rope.layout);
     const std::string dtype = fc.source_dtype;
     kv::ForeignImportOptions opt;
-    opt.max_row_diff = o->max_row_diff;
+    opt.check_positions = o->check_positions;
+    opt.model_check = !o->no_model_check;
     opt.producer = std::string(kProducer) + " kv import-safetensors (" + o->layout + ", " + dtype + ")";
     opt.engine = o->engine;
     kv::ForeignImport r =
@@ -91,11 +91,10 @@ void add_import_safetensors(CLI::App& kv) {
     kv::write_state_dir(r.snapshot, o->output, o->force);
     const kv::SnapshotManifest& m = r.snapshot.manifest();
     std::printf("%s: %d positions from %s (%s layout, %s, computed by %s: a foreign state, replayed only with "
-                "--allow-foreign); last row vs the model's own: keys %.3g, values %.3g "
-                "(relative); resume token %d at position %lld\n",
+                "--allow-foreign); %s; resume token %d at position %lld\n",
                 printable(o->output).c_str(), m.geometry.positions, printable(o->input).c_str(), o->layout.c_str(),
-                dtype.c_str(), printable(r.snapshot.header().foreign()->engine).c_str(), r.key_row_diff,
-                r.value_row_diff, int(m.resume.token),
+                dtype.c_str(), printable(r.snapshot.header().foreign()->engine).c_str(),
+                kv::model_check_figures(r.check).c_str(), int(m.resume.token),
                 static_cast<long long>(m.resume.position));
     print_seal(m);
   });

@@ -38,4 +38,13 @@ void print_seal(const kv::SnapshotManifest& m) {
   if (m.signature) std::printf("signed by %s\n", m.signature->public_key.c_str());
 }
 
+void add_model_check_flags(CLI::App* c, int& positions, bool& skip) {
+  c->add_option("--check-positions", positions,
+                "positions the model check recomputes and compares with the file's rows (default " +
+                    std::to_string(positions) + "; the last always among them)")
+      ->check(CLI::Range(1, 1 << 24));
+  c->add_flag("--no-model-check", skip,
+              "do not check that the model computes the file's rows (the manifest's producer says so)");
+}
+
 }  // namespace ember::cli

@@ -25,6 +25,11 @@ struct TwoSidedTrust {
 };
 void add_two_sided_trust_flags(CLI::App* c, TwoSidedTrust& t);
 
+// The model check every foreign import runs (kv/foreign_check.h, docs/formats/llamacpp-state.md):
+//   --check-positions K   positions recomputed and compared (default 4; the last always)
+//   --no-model-check      compare nothing (recorded in the manifest's producer)
+void add_model_check_flags(CLI::App* c, int& positions, bool& skip);
+
 // kv::check_trust over a manifest as read (its seal and signature). Error naming `where`.
 void check_artifact_trust(const std::string& where, const kv::SnapshotManifest& m, const kv::TrustRequirements& req);
 

@@ -1,21 +1,39 @@
 #include "kv/llamacpp_import.h"
 
 #include "kv/import.h"
+#include "kv/recompute_rows.h"
 #include "model/generate.h"
 #include "util/error.h"
 #include "util/sha256.h"
 
 namespace ember::kv {
 
+LlamaCppTarget llamacpp_target(const model::Engine& engine, bool attn_rot) {
+  const model::ModelConfig& cfg = engine.config();
+  return {cfg.n_layers, cfg.n_kv_heads, cfg.head_dim, std::min(cfg.n_ctx, kMaxPositions),
+          cfg.n_vocab,  attn_rot};
+}
+
+ModelCheck check_llamacpp_state(model::Engine& engine, const LlamaCppState& st, int k, bool run) {
+  const int P = st.cache.n_pos;
+  const std::vector<int> positions =
+      run ? spot_positions(P, k, kModelCheckSeed) : std::vector<int>{P - 1};
+  ModelCheck c = check_foreign_rows(engine, st.cache, st.tokens, {st.type_k, st.rot_k},
+                                    {st.type_v, st.rot_v}, positions);
+  c.skipped = !run;
+  return c;
+}
+
 VerifiedState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& engine,
                              const std::string& tokenizer_identity,
-                             const LlamaCppImportOptions& options, const std::string& where) {
+                             const LlamaCppImportOptions& options, const std::string& where,
+                             ModelCheck* check) {
   const model::ModelConfig& cfg = engine.config();
-  const LlamaCppTarget t{cfg.n_layers, cfg.n_kv_heads,
-                         cfg.head_dim, std::min(cfg.n_ctx, kMaxPositions),
-                         cfg.n_vocab,  options.attn_rot};
-  LlamaCppState st = parse_llamacpp_state(bytes, t, where);
+  LlamaCppState st = parse_llamacpp_state(bytes, llamacpp_target(engine, options.attn_rot), where);
   const int P = st.cache.n_pos;
+  // Before anything is built: is this the named model's cache of these tokens?
+  ModelCheck mc = check_llamacpp_state(engine, st, options.check_positions, options.model_check);
+  if (!mc.ok()) refuse_model_check(mc, where);
 
   KvState s;
   ForeignProvenance f;
@@ -32,7 +50,7 @@ VerifiedState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& eng
   f.source_bytes = bytes.size();
 
   s.manifest = describe_target(engine, tokenizer_identity);
-  s.manifest.producer = options.producer;
+  s.manifest.producer = options.producer + "; " + model_check_summary(mc);
   s.manifest.numerics.contract = kForeignContract;
   const std::string fp = engine.fingerprint();
   const size_t w = fp.find("weights=");
@@ -50,13 +68,8 @@ VerifiedState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& eng
                  std::to_string(resume));
     f.resume_source = "argument";
   } else {
-    // The llama.cpp cache of [0, P-1), then ember evaluates the last prompt token over it.
-    model::KvCache work = engine.new_cache(P);
-    work.copy_prefix(st.cache, P - 1);
-    work.n_pos = P - 1;
-    const int32_t last = st.tokens.back();
-    const std::vector<float> logits = engine.forward(work, std::span<const int32_t>(&last, 1));
-    resume = model::argmax(logits.data(), cfg.n_vocab);
+    // The model check evaluated the last prompt token over the llama.cpp cache of [0, P-1).
+    resume = model::argmax(mc.logits.data(), cfg.n_vocab);
     f.resume_source = "ember-last-prompt-token";
   }
   s.manifest.resume.token = resume;
@@ -64,6 +77,7 @@ VerifiedState import_llamacpp(std::span<const uint8_t> bytes, model::Engine& eng
   s.manifest.past_context = false;
   s.cache = std::move(st.cache);
   s.provenance = std::move(f);
+  if (check) *check = std::move(mc);
   return seal(std::move(s), where);
 }
 

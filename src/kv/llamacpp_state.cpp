@@ -8,6 +8,7 @@
 
 #include "gguf/blocks.h"
 #include "gguf/dequantize.h"
+#include "gguf/quantize.h"
 #include "gguf/types.h"
 #include "util/error.h"
 #include "util/f16.h"
@@ -116,6 +117,23 @@ void llamacpp_hadamard(float* x, int n) {
         x[j] = a + b;
         x[j + len] = a - b;
       }
+}
+
+void llamacpp_store_row(int32_t type, int rot, const float* x, uint8_t* blocks, float* y,
+                        int64_t n) {
+  EMBER_CHECK(rot >= 0 && (rot == 0 || n % rot == 0));
+  const auto t = gguf::TensorType(uint32_t(type));
+  EMBER_CHECK(gguf::is_kv_cache_quant_type(t));
+  if (rot > 0) {
+    std::vector<float> r(x, x + n);
+    for (int64_t i = 0; i < n; i += rot) llamacpp_hadamard(r.data() + i, rot);
+    gguf::quantize_row_kv_cache(t, r.data(), blocks, n);
+  } else {
+    gguf::quantize_row_kv_cache(t, x, blocks, n);
+  }
+  gguf::dequantize_row(t, blocks, y, n);
+  if (rot > 0)
+    for (int64_t i = 0; i < n; i += rot) llamacpp_hadamard(y + i, rot);
 }
 
 int llamacpp_rotation(int head_dim, bool keys) {

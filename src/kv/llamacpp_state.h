@@ -64,6 +64,15 @@ int llamacpp_rotation(int head_dim, bool keys);
 // every reader and model of llama.cpp's rotated caches calls it.
 void llamacpp_hadamard(float* x, int n);
 
+// One cache row x[n] (f32) through llama.cpp's store path and back: rotated per block of `rot`
+// elements (0: not rotated; rot divides n), quantized into `blocks` (ggml_kv_row_bytes(type, n)
+// bytes: exactly what llama.cpp stores, with ggml's x86 CPU encoder), dequantized as ggml does
+// and unrotated into y[n]. x and y may be the same array. `type` a quantized cache type
+// (q8_0|q4_0|q4_1|q5_0|q5_1|iq4_nl). The one model of llama.cpp's quantized store: the import
+// check (kv/foreign_check.h) and analysis/kv_quantize both call it.
+void llamacpp_store_row(int32_t type, int rot, const float* x, uint8_t* blocks, float* y,
+                        int64_t n);
+
 // What the model says a state file must agree with.
 struct LlamaCppTarget {
   int layers = 0, kv_heads = 0, head_dim = 0;

@@ -35,10 +35,18 @@ void recompute_positions(model::Engine& engine, const model::KvCache& cache,
   if (positions.empty()) return;
   model::KvCache work = engine.new_cache(P);
   work.copy_prefix(cache, P);
+  const size_t row = size_t(cache.n_kv_heads) * size_t(cache.head_dim);
+  std::vector<float> k32(size_t(cache.n_layers) * row), v32(k32.size());
+  model::ForwardHooks hooks;
+  hooks.on_kv = [&](int layer, int, int n, const float*, const float* k_post, const float* v) {
+    EMBER_CHECK(n == 1 && layer >= 0 && layer < cache.n_layers);
+    std::copy_n(k_post, row, k32.data() + size_t(layer) * row);
+    std::copy_n(v, row, v32.data() + size_t(layer) * row);
+  };
   for (int p : positions) {
     work.n_pos = p;
-    const std::vector<float> logits = engine.forward(work, tokens.subspan(size_t(p), 1));
-    visit(RecomputedPosition{p, &cache, &work, logits});
+    const std::vector<float> logits = engine.forward(work, tokens.subspan(size_t(p), 1), &hooks);
+    visit(RecomputedPosition{p, &cache, &work, logits, k32, v32});
     copy_position(cache, work, p);
   }
 }

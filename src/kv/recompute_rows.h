@@ -24,6 +24,10 @@ struct RecomputedPosition {
   const model::KvCache* stored = nullptr;      // the cache checked (row `position` is its own)
   const model::KvCache* recomputed = nullptr;  // row `position` holds the recomputed K/V
   std::span<const float> logits;               // [n_vocab]: the next-token logits after `position`
+  // The recomputed rows before rounding to the f16 cache, as the engine's ForwardHooks::on_kv
+  // sees them: [n_layers][n_kv_heads][head_dim], keys after RoPE. What another engine
+  // quantizes from, so a model of its cache type starts here (kv/foreign_check.h).
+  std::span<const float> k_f32, v_f32;
 };
 
 // For each position p in `positions` (strictly increasing, each in [0, cache.n_pos)):

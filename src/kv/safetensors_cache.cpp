@@ -7,6 +7,7 @@
 #include <set>
 
 #include "kv/import.h"
+#include "kv/recompute_rows.h"
 #include "model/engine.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -292,28 +293,17 @@ ForeignImport import_foreign(model::Engine& engine, const std::string& tokenizer
   if (g.layers != c.n_layers || g.kv_heads != c.n_kv_heads || g.head_dim != c.head_dim)
     fail_field(where, "geometry", "the model's", "other");  // read_safetensors_cache checked it
   s.manifest.prefix.tokens.assign(prefix.begin(), prefix.end());
-  // The check: re-evaluate the last prefix token over the imported rows [0, P-1).
-  model::KvCache probe = c.copy();
-  probe.n_pos = P - 1;
-  std::vector<float> boundary = engine.forward(probe, prefix.subspan(size_t(P - 1), 1));
-  double dk = 0, mk = 0, dv = 0, mv = 0;
-  for (int l = 0; l < c.n_layers; ++l)
-    for (int h = 0; h < c.n_kv_heads; ++h)
-      for (int j = 0; j < c.head_dim; ++j) {
-        const float ka = f16_to_f32(c.k_row(l, h, P - 1)[j]), kb = f16_to_f32(probe.k_row(l, h, P - 1)[j]);
-        const float va = f16_to_f32(c.v_row(l, h, P - 1)[j]), vb = f16_to_f32(probe.v_row(l, h, P - 1)[j]);
-        dk = std::max(dk, double(std::fabs(ka - kb)));
-        mk = std::max(mk, double(std::fabs(kb)));
-        dv = std::max(dv, double(std::fabs(va - vb)));
-        mv = std::max(mv, double(std::fabs(vb)));
-      }
-  const double key_row_diff = mk > 0 ? dk / mk : dk, value_row_diff = mv > 0 ? dv / mv : dv;
-  for (const auto& [what, d] : {std::pair{"keys", key_row_diff}, std::pair{"values", value_row_diff}})
-    if (!(d <= options.max_row_diff))
-      fail_field(where, std::string(what) + " at position " + std::to_string(P - 1),
-                 "within " + std::to_string(options.max_row_diff) +
-                     " (relative) of the model's own row for the last prefix token",
-                 std::to_string(d) + ": the file is not this model's cache of this prefix (or its key order or positions differ)");
+  // The model check, over the imported rows as the file stored them (its dtype, rounded).
+  const std::string& sd = foreign.source_dtype;
+  const StoredRowType stored{sd == "F32" ? kGgmlF32 : sd == "BF16" ? kGgmlBf16 : kGgmlF16, 0};
+  const std::vector<int> positions = options.model_check
+                                         ? spot_positions(P, options.check_positions, kModelCheckSeed)
+                                         : std::vector<int>{P - 1};
+  ModelCheck check = check_foreign_rows(engine, c, prefix, stored, stored, positions);
+  check.skipped = !options.model_check;
+  if (!check.ok()) refuse_model_check(check, where);
+  s.manifest.producer += (s.manifest.producer.empty() ? "" : "; ") + model_check_summary(check);
+  const std::vector<float>& boundary = check.logits;
   // Greedy argmax, ties to the lowest id, as export_prefix selects.
   int32_t resume = 0;
   for (size_t i = 1; i < boundary.size(); ++i)
@@ -339,7 +329,8 @@ ForeignImport import_foreign(model::Engine& engine, const std::string& tokenizer
   s.manifest.numerics.engine_fingerprint = f.engine + ";" + f.format + ";k=" + dtype + ";v=" + dtype;
   s.provenance = std::move(f);
   s.cache = std::move(c);
-  return {seal(std::move(s), where), key_row_diff, value_row_diff, std::move(boundary)};
+  VerifiedState sealed = seal(std::move(s), where);
+  return {std::move(sealed), std::move(check)};
 }
 
 }  // namespace ember::kv

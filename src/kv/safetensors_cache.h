@@ -16,12 +16,14 @@
 // Element types F16, BF16, F32; ember's cache is f16, so F32/BF16 are rounded to nearest
 // even on import (F16 is bit-exact both ways). Neither layout records the model, tokenizer,
 // prefix or positions' meaning: the importer must be told the model and the prefix, and
-// checks what it can (geometry, element count, finiteness, a recomputed last row).
+// checks what it can (geometry, element count, finiteness, and the model check of
+// kv/foreign_check.h on recomputed rows).
 #include <cstdint>
 #include <map>
 #include <span>
 #include <string>
 
+#include "kv/foreign_check.h"
 #include "kv/state.h"
 #include "model/engine.h"
 #include "model/kv_cache.h"
@@ -60,8 +62,11 @@ void write_safetensors_cache(const model::KvCache& c, const std::string& rope_la
 namespace ember::kv {
 
 struct ForeignImportOptions {
-  double max_row_diff = 0.05;    // bound on the last row's relative difference (below)
-  std::string producer;          // manifest.producer
+  // The model check (kv/foreign_check.h): positions recomputed, the last always among them;
+  // model_check == false compares nothing and says so in manifest.producer.
+  int check_positions = kModelCheckPositions;
+  bool model_check = true;
+  std::string producer;          // manifest.producer (the check's summary is appended)
   // What computed the K/V (foreign.engine): "" names the layout's runtime ("mlx", "vllm");
   // a cache torch wrote in one of these layouts says "torch".
   std::string engine;
@@ -69,19 +74,17 @@ struct ForeignImportOptions {
 
 struct ForeignImport {
   VerifiedState snapshot;        // sealed foreign state (ember.kv-foreign), ready for write_state_dir
-  // The last prefix token re-evaluated by `engine` over the imported rows [0, P-1): the
-  // recomputed K/V row P-1 against the imported one, max |diff| / max |recomputed| over
-  // every layer and head, for K and V. A wrong model, prefix, RoPE layout or position moves
-  // it far past f16/f32 rounding; it is refused above max_row_diff.
-  double key_row_diff = 0, value_row_diff = 0;
-  std::vector<float> boundary_logits;  // [n_vocab] from that evaluation
+  // The model check: sampled positions recomputed by `engine` over the imported rows before
+  // them, compared with the imported rows stored as the file's dtype. A wrong model, weight
+  // quantization, prefix, RoPE layout or position is refused (refuse_model_check).
+  ModelCheck check;              // check.logits: the boundary logits (last prefix token)
 };
 
 // A foreign state (ember.kv-foreign) for `engine`'s model from another runtime's cache: the
 // prefix must have exactly the file's positions; the manifest is the engine's target
 // description (describe_target) with numerics.contract "foreign", so like every foreign cache
 // it is refused by `kv replay` without --allow-foreign and labelled cross-engine by `kv compare`. The imported rows are kept as they were
-// (the recomputed row is only the check). The resume token is the greedy argmax of the
+// (the recomputed rows are only the check). The resume token is the greedy argmax of the
 // boundary logits of that evaluation (ties: lowest id), as `kv export` selects it.
 ForeignImport import_foreign(model::Engine& engine, const std::string& tokenizer_identity,
                              std::span<const int32_t> prefix, ForeignCache foreign,

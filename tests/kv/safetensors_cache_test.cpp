@@ -123,11 +123,15 @@ TEST(SafetensorsCache, ForeignCacheOfStoriesImportsAsAForeignState) {
     const std::string p = dir + "/" + st::dtype_name(dtype);
     write_safetensors_cache(mine.snapshot.cache(), "normal", SafetensorsLayout::mlx, dtype, {}, p, false);
     ForeignCache f = read_safetensors_cache(p, SafetensorsLayout::mlx, mine.snapshot.manifest().geometry, "normal");
-    const ForeignImport r = import_foreign(engine, tok->identity(), prompt, std::move(f), {0.05, "test", "torch"}, p);
+    const ForeignImport r = import_foreign(engine, tok->identity(), prompt, std::move(f), {kModelCheckPositions, true, "test", "torch"}, p);
     EXPECT_EQ(r.snapshot.manifest().keys.sha256, mine.snapshot.manifest().keys.sha256);
     EXPECT_EQ(r.snapshot.manifest().values.sha256, mine.snapshot.manifest().values.sha256);
     EXPECT_EQ(r.snapshot.manifest().resume.token, mine.snapshot.manifest().resume.token);
-    EXPECT_EQ(r.key_row_diff, 0.0);  // ember's own rows, recomputed bit for bit
+    // ember's own rows, recomputed bit for bit.
+    EXPECT_EQ(r.check.k.all.error, 0.0);
+    EXPECT_EQ(r.check.v.all.error, 0.0);
+    EXPECT_EQ(r.check.positions.size(), size_t(kModelCheckPositions));
+    EXPECT_NE(r.snapshot.manifest().producer.find("model check passed (4 positions"), std::string::npos);
     ASSERT_EQ(r.snapshot.kind(), StateKind::foreign);
     const ForeignProvenance& fp = *r.snapshot.header().foreign();
     EXPECT_EQ(fp.engine, "torch");
@@ -145,18 +149,19 @@ TEST(SafetensorsCache, ForeignCacheOfStoriesImportsAsAForeignState) {
   // The wrong key order (as if the file were neox), a different prefix, a wrong length.
   const Geometry& g = mine.snapshot.manifest().geometry;
   std::string e = test::error_of([&] {
-    import_foreign(engine, tok->identity(), prompt, read_safetensors_cache(p, SafetensorsLayout::mlx, g, "neox"), {0.05, "t", ""}, p);
+    import_foreign(engine, tok->identity(), prompt, read_safetensors_cache(p, SafetensorsLayout::mlx, g, "neox"), {kModelCheckPositions, true, "t", ""}, p);
   });
-  EXPECT_NE(e.find("keys at position 4: expected within"), std::string::npos) << e;
+  EXPECT_NE(e.find("model check: expected keys of layer 0 within 5e-05"), std::string::npos) << e;
   std::vector<int32_t> other = prompt;
   other.back() = 403;
   e = test::error_of([&] {
-    import_foreign(engine, tok->identity(), other, read_safetensors_cache(p, SafetensorsLayout::mlx, g, "normal"), {0.05, "t", ""}, p);
+    import_foreign(engine, tok->identity(), other, read_safetensors_cache(p, SafetensorsLayout::mlx, g, "normal"), {kModelCheckPositions, true, "t", ""}, p);
   });
-  EXPECT_NE(e.find("is not this model's cache of this prefix"), std::string::npos) << e;
+  EXPECT_NE(e.find("position 4 ("), std::string::npos) << e;
+  EXPECT_NE(e.find("another weight quantization, model, token or position computed this cache"), std::string::npos) << e;
   other.pop_back();
   e = test::error_of([&] {
-    import_foreign(engine, tok->identity(), other, read_safetensors_cache(p, SafetensorsLayout::mlx, g, "normal"), {0.05, "t", ""}, p);
+    import_foreign(engine, tok->identity(), other, read_safetensors_cache(p, SafetensorsLayout::mlx, g, "normal"), {kModelCheckPositions, true, "t", ""}, p);
   });
   EXPECT_NE(e.find("prefix: expected 5 tokens (the positions the file holds), found 4"), std::string::npos) << e;
 }
