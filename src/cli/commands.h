@@ -28,6 +28,7 @@ void register_kv_snapshot_commands(CLI::App& kv);   // ember kv export|verify|re
 void register_kv_compare_commands(CLI::App& kv);    // ember kv compare|perturb
 void register_kv_safetensors_commands(CLI::App& kv);  // ember kv import-safetensors|export-safetensors
 void register_kv_llamacpp_commands(CLI::App& kv);   // ember kv import-llamacpp|export-llamacpp
+void register_kv_doctor_command(CLI::App& kv);     // ember kv doctor
 void register_kv_matrix_command(CLI::App& kv);      // ember kv matrix
 void register_map_commands(CLI::App& app);          // ember map ...|study ...
 void register_container_commands(CLI::App& app);    // ember kvc ...|contract ...|pack ...

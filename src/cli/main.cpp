@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   ember::cli::register_kv_compare_commands(*kv);
   ember::cli::register_kv_safetensors_commands(*kv);
   ember::cli::register_kv_llamacpp_commands(*kv);
+  ember::cli::register_kv_doctor_command(*kv);
   ember::cli::register_kv_matrix_command(*kv);
   ember::cli::register_map_commands(app);
   ember::cli::register_container_commands(app);

@@ -81,6 +81,9 @@ struct ModelCheck {
   PartCheck k, v;
   std::vector<float> logits;    // [n_vocab]: the recomputed next-token logits of the last position
   bool skipped = false;         // --no-model-check: nothing was compared (provenance says so)
+  // With keep_rows: the recomputed f32 rows, [positions][n_layers][n_kv_heads * head_dim]
+  // (keys after RoPE), for a caller that models them other ways (kv doctor).
+  std::vector<float> k_f32, v_f32;
   bool ok() const { return skipped || (k.ok() && v.ok()); }
 };
 
@@ -94,13 +97,17 @@ inline constexpr uint64_t kModelCheckSeed = 0x656d626572ull;  // "ember"
 // quantization is reproduced, not tolerated), every layer at the measured drift.
 double model_check_bound_layer0(const StoredRowType& t);
 double model_check_bound_all(const StoredRowType& t);
+// The most one row (one layer, head, position) may differ before kv doctor names it: above
+// every right pairing's worst row, so a row past it is corrupt or another model's.
+double model_check_bound_row(const StoredRowType& t);
 
 // Recomputes `positions` of `cache` (the imported rows, ember's f16 layout, keys after RoPE in
 // ember's order) with `engine` over the cache's own prefix and compares every layer and KV
 // head with the modelled store of `k` and `v`. tokens: the prefix (at least cache.n_pos ids).
 ModelCheck check_foreign_rows(model::Engine& engine, const model::KvCache& cache,
                               std::span<const int32_t> tokens, const StoredRowType& k,
-                              const StoredRowType& v, std::span<const int> positions);
+                              const StoredRowType& v, std::span<const int> positions,
+                              bool keep_rows = false);
 
 // What manifest.producer records of the check (short: the field holds 128 characters):
 // "model check passed (4 positions)" or "model check skipped".

@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "kv/foreign_check.h"
+#include "kv/foreign_pairings.h"
+#include "kv/llamacpp_import.h"
 #include "kv/llamacpp_state.h"
 #include "kv/recompute_rows.h"
 #include "model/engine.h"
@@ -18,71 +21,8 @@
 
 namespace ember::kv::foreign_check_test {
 
-struct Pairing {
-  const char* file;   // NAME of NAME.seq
-  const char* model;  // under ../shared/models
-  bool right;         // the GGUF that computed the file
-};
-
-#define STORIES_WRONG(NAME, ...)                                                   \
-  {NAME, "stories260K-kjv-top.gguf", false}, {NAME, "stories260K-Q8_0.gguf", false}, \
-      {NAME, "stories260K-Q4_0.gguf", false}, {NAME, "stories260K-Q4_K_M.gguf", false}, \
-      {NAME, "stories260K-F16.gguf", false}, {NAME, "stories260K-kjv-top-Q8_0.gguf", false}
-
-const Pairing kPairings[] = {
-    // Right pairings: all 21 files.
-    {"stories260K.p1.f16.fa0", "stories260K.gguf", true},
-    {"stories260K.p2.f16.fa0", "stories260K.gguf", true},
-    {"stories260K.p2.f16.fa1", "stories260K.gguf", true},
-    {"stories260K-Q8_0.p2.f16.fa0", "stories260K-Q8_0.gguf", true},
-    {"stories260K-kjv-top.p2.f16.fa0", "stories260K-kjv-top.gguf", true},
-    {"llama-gqa-s5005.F32.f16.fa0", "synthetic/llama-gqa-s5005.F32.gguf", true},
-    {"llama-gqa-s5005.F32.f16.fa1", "synthetic/llama-gqa-s5005.F32.gguf", true},
-    {"llama-gqa-s5005.F32.q8_0.fa1", "synthetic/llama-gqa-s5005.F32.gguf", true},
-    {"llama-gqa-s5005.F32.q4_0.fa1", "synthetic/llama-gqa-s5005.F32.gguf", true},
-    {"llama-gqa-s5005.Q6_K.f16.fa0", "synthetic/llama-gqa-s5005.Q6_K.gguf", true},
-    {"llama-gqa-s5005.Q6_K.f16.fa1", "synthetic/llama-gqa-s5005.Q6_K.gguf", true},
-    {"llama-gqa-s5005.Q6_K.q8_0.fa1", "synthetic/llama-gqa-s5005.Q6_K.gguf", true},
-    {"llama-gqa-s5005.Q6_K.q4_0.fa1", "synthetic/llama-gqa-s5005.Q6_K.gguf", true},
-    {"qwen2-bias-s5006.F32.f16.fa0", "synthetic/qwen2-bias-s5006.F32.gguf", true},
-    {"qwen2-bias-s5006.F32.q8_0.fa1", "synthetic/qwen2-bias-s5006.F32.gguf", true},
-    {"qwen2-bias-s5006.F32.q8_0k.fa0", "synthetic/qwen2-bias-s5006.F32.gguf", true},
-    {"qwen2-bias-s5006.F32.q4_0.fa1", "synthetic/qwen2-bias-s5006.F32.gguf", true},
-    {"qwen2-bias-s5006.Q8_0.f16.fa0", "synthetic/qwen2-bias-s5006.Q8_0.gguf", true},
-    {"qwen2-bias-s5006.Q8_0.q8_0.fa1", "synthetic/qwen2-bias-s5006.Q8_0.gguf", true},
-    {"qwen2-bias-s5006.Q8_0.q8_0k.fa0", "synthetic/qwen2-bias-s5006.Q8_0.gguf", true},
-    {"qwen2-bias-s5006.Q8_0.q4_0.fa1", "synthetic/qwen2-bias-s5006.Q8_0.gguf", true},
-    // Wrong pairings: every other GGUF of the file's geometry.
-    STORIES_WRONG("stories260K.p1.f16.fa0"),
-    STORIES_WRONG("stories260K.p2.f16.fa0"),
-    STORIES_WRONG("stories260K.p2.f16.fa1"),
-    {"stories260K-Q8_0.p2.f16.fa0", "stories260K.gguf", false},
-    {"stories260K-Q8_0.p2.f16.fa0", "stories260K-kjv-top-Q8_0.gguf", false},
-    {"stories260K-Q8_0.p2.f16.fa0", "stories260K-F16.gguf", false},
-    {"stories260K-kjv-top.p2.f16.fa0", "stories260K.gguf", false},
-    {"stories260K-kjv-top.p2.f16.fa0", "stories260K-kjv-top-Q8_0.gguf", false},
-    {"llama-gqa-s5005.F32.f16.fa0", "synthetic/llama-gqa-s5005.Q6_K.gguf", false},
-    {"llama-gqa-s5005.F32.f16.fa1", "synthetic/llama-gqa-s5005.Q6_K.gguf", false},
-    {"llama-gqa-s5005.F32.q8_0.fa1", "synthetic/llama-gqa-s5005.Q6_K.gguf", false},
-    {"llama-gqa-s5005.F32.q4_0.fa1", "synthetic/llama-gqa-s5005.Q6_K.gguf", false},
-    {"llama-gqa-s5005.F32.f16.fa0", "synthetic/llama-gqa-s5005.Q5_K_M.gguf", false},
-    {"llama-gqa-s5005.F32.q4_0.fa1", "synthetic/llama-gqa-s5005.Q4_K_M.gguf", false},
-    {"llama-gqa-s5005.Q6_K.f16.fa0", "synthetic/llama-gqa-s5005.F32.gguf", false},
-    {"llama-gqa-s5005.Q6_K.f16.fa1", "synthetic/llama-gqa-s5005.F32.gguf", false},
-    {"llama-gqa-s5005.Q6_K.q8_0.fa1", "synthetic/llama-gqa-s5005.F32.gguf", false},
-    {"llama-gqa-s5005.Q6_K.q4_0.fa1", "synthetic/llama-gqa-s5005.F32.gguf", false},
-    {"llama-gqa-s5005.Q6_K.q4_0.fa1", "synthetic/llama-gqa-s5005.Q5_K_M.gguf", false},
-    {"qwen2-bias-s5006.F32.f16.fa0", "synthetic/qwen2-bias-s5006.Q8_0.gguf", false},
-    {"qwen2-bias-s5006.F32.q8_0.fa1", "synthetic/qwen2-bias-s5006.Q8_0.gguf", false},
-    {"qwen2-bias-s5006.F32.q8_0k.fa0", "synthetic/qwen2-bias-s5006.Q8_0.gguf", false},
-    {"qwen2-bias-s5006.F32.q4_0.fa1", "synthetic/qwen2-bias-s5006.Q8_0.gguf", false},
-    {"qwen2-bias-s5006.F32.q4_0.fa1", "synthetic/qwen2-bias-s5006.Q4_K_M.gguf", false},
-    {"qwen2-bias-s5006.Q8_0.f16.fa0", "synthetic/qwen2-bias-s5006.F32.gguf", false},
-    {"qwen2-bias-s5006.Q8_0.q8_0.fa1", "synthetic/qwen2-bias-s5006.F32.gguf", false},
-    {"qwen2-bias-s5006.Q8_0.q8_0k.fa0", "synthetic/qwen2-bias-s5006.F32.gguf", false},
-    {"qwen2-bias-s5006.Q8_0.q4_0.fa1", "synthetic/qwen2-bias-s5006.F32.gguf", false},
-    {"qwen2-bias-s5006.Q8_0.q4_0.fa1", "synthetic/qwen2-bias-s5006.Q4_K_M.gguf", false},
-};
+using foreign_pairings::kPairings;
+using foreign_pairings::Pairing;
 
 struct Checked {
   ModelCheck sampled, all;
@@ -128,9 +68,61 @@ TEST(ForeignCheckFixtures, RightPairingsPassWrongOnesAreRefused) {
                 percentile(rows, 0.99), percentile(rows, 1.0));
     EXPECT_EQ(c.sampled.ok(), p.right);
     EXPECT_EQ(c.all.ok(), p.right);
+    if (!p.right) {  // and the importer refuses it, by name
+      const auto m = model::Model::load(test::shared_path(std::string("models/") + p.model));
+      model::Engine engine(m, {1});
+      const auto file = MappedFile::open(test::shared_path(std::string("models/llamacpp-state/") + p.file + ".seq"));
+      const std::string e = test::error_of([&] {
+        import_llamacpp({file->data(), file->size()}, engine, "tok", {}, p.file);
+      });
+      EXPECT_NE(e.find(std::string(p.file) + ": model check: expected "), std::string::npos) << e;
+      EXPECT_NE(e.find(", worst at layer "), std::string::npos) << e;
+    }
     (p.right ? right : wrong) += 1;
   }
   EXPECT_EQ(right, 21);
+}
+
+// The two imports issue 31 opens with: the stories260K state with the fine-tune and with the
+// Q8_0 file. Both exit 2 with one line naming the statistic, layer, head and position.
+TEST(ForeignCheckFixtures, TheIssuesTwoImportsAreRefusedByName) {
+  const std::string seq = test::shared_path("models/llamacpp-state/stories260K.p1.f16.fa0.seq");
+  const std::string out = test::temp_dir("fc-issue31");
+  const struct {
+    const char* model;
+    const char* says;
+  } cases[] = {
+      {"stories260K-kjv-top.gguf", "model check: expected keys of every layer within 0.04"},
+      {"stories260K-Q8_0.gguf", "model check: expected keys of layer 0 within 5e-05"},
+  };
+  for (const auto& c : cases) {
+    std::string text;
+    const int rc = test::run_command(test::ember_binary() + " kv import-llamacpp " + seq + " --model " +
+                                         test::shared_path(std::string("models/") + c.model) + " -o " + out +
+                                         "/" + c.model,
+                                     &text);
+    EXPECT_EQ(rc, 2) << text;
+    EXPECT_NE(text.find(c.says), std::string::npos) << text;
+    EXPECT_NE(text.find("worst at layer "), std::string::npos) << text;
+    EXPECT_FALSE(std::filesystem::exists(out + "/" + c.model));
+  }
+  // The right model is accepted, and the manifest's producer records the check.
+  std::string text;
+  EXPECT_EQ(test::run_command(test::ember_binary() + " kv import-llamacpp " + seq + " --model " +
+                                  test::shared_path("models/stories260K.gguf") + " -o " + out + "/right",
+                              &text),
+            0)
+      << text;
+  EXPECT_NE(text.find("model check passed (4 positions): keys 0 at layer 0"), std::string::npos) << text;
+  // --no-model-check imports the wrong pairing and says so in the manifest.
+  EXPECT_EQ(test::run_command(test::ember_binary() + " kv import-llamacpp " + seq + " --model " +
+                                  test::shared_path("models/stories260K-Q8_0.gguf") + " --no-model-check -o " +
+                                  out + "/skipped",
+                              &text),
+            0)
+      << text;
+  const auto manifest = test::read_bytes(out + "/skipped/manifest.json");
+  EXPECT_NE(std::string(manifest.begin(), manifest.end()).find("model check skipped"), std::string::npos);
 }
 
 }  // namespace ember::kv::foreign_check_test
