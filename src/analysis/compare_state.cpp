@@ -94,9 +94,30 @@ std::string state_engine(const StateIdentity& s) {
   return "unknown";
 }
 
+std::string state_cache_types(const StateIdentity& s, bool* quantized) {
+  std::string k = "f16", v = "f16", kr, vr;
+  if (s.kind == "foreign")
+    for (const auto& [name, value] : s.provenance) {
+      if (name == "foreign.cache_type_k") k = value;
+      if (name == "foreign.cache_type_v") v = value;
+      if (name == "foreign.k_rotation" && value != "none") kr = "+" + value;
+      if (name == "foreign.v_rotation" && value != "none") vr = "+" + value;
+    }
+  auto q = [](const std::string& t) { return t != "f16" && t != "f32" && t != "bf16"; };
+  if (quantized) *quantized = q(k) || q(v);
+  return "K " + k + kr + ", V " + v + vr;
+}
+
 Crossing classify_crossing(const StateIdentity& left, const StateIdentity& right) {
   Crossing c;
   const std::string le = state_engine(left), re = state_engine(right);
+  bool lq = false, rq = false;
+  const std::string lt = state_cache_types(left, &lq), rt = state_cache_types(right, &rq);
+  // A quantized cache's error is its quantization first, not arithmetic: say which side's.
+  const std::string quant = lq || rq ? std::string(" and the quantization of ") +
+                                           (lq ? "LEFT's cache (" + lt + ")" : "") + (lq && rq ? " and " : "") +
+                                           (rq ? "RIGHT's cache (" + rt + ")" : "")
+                                     : "";
   if (le != re) {
     // Two engines' arithmetic: the differences include each engine's rounding and kernels
     // and, for a quantized foreign cache, its quantization, so this is never a same-model
@@ -109,7 +130,7 @@ Crossing classify_crossing(const StateIdentity& left, const StateIdentity& right
                                           short_id(left.model_identity) + ", RIGHT model " +
                                           short_id(right.model_identity)
                                     : "; same model (" + short_id(left.model_identity) +
-                                          "), so the differences are the two engines' arithmetic") +
+                                          "), so the differences are the two engines' arithmetic" + quant) +
                   ".";
     return c;
   }

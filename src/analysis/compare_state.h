@@ -81,6 +81,10 @@ struct Crossing {
 // The engine whose arithmetic produced a state's K/V: a foreign state's foreign.engine,
 // "ember" for every other kind.
 std::string state_engine(const StateIdentity& s);
+// The cache types a state's K/V were stored in before ember read them: "K q4_0+hadamard-64,
+// V q4_0+hadamard-64" for a foreign state (its foreign.cache_type_k/v and rotations), "K f16,
+// V f16" for every other kind (ember's cache). Sets *quantized when either is a quantized type.
+std::string state_cache_types(const StateIdentity& s, bool* quantized = nullptr);
 Crossing classify_crossing(const StateIdentity& left, const StateIdentity& right);
 
 }  // namespace ember::analysis

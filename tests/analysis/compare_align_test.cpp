@@ -110,6 +110,31 @@ TEST(CompareAlign, DifferentWeightTypesAreAQuantizationBoundaryStudy) {
   EXPECT_NE(doc.find(std::string(64, 'b')), std::string::npos);
 }
 
+// A quantized foreign cache is named with its types, and its quantization is named as a cause
+// beside the arithmetic (it showed as an f16/f32 cache blamed on arithmetic before).
+TEST(CompareAlign, NamesEachSidesCacheTypes) {
+  const ComparedState a = synthetic_state(2, 2, 4, 5, 1, "model-a", "F32");
+  ComparedState b = synthetic_state(2, 2, 4, 5, 2, "model-a", "F32");
+  b.identity.kind = "foreign";
+  b.identity.provenance = {{"foreign.engine", "llama.cpp"},     {"foreign.cache_type_k", "q4_0"},
+                           {"foreign.cache_type_v", "q4_0"},    {"foreign.k_rotation", "hadamard-64"},
+                           {"foreign.v_rotation", "hadamard-64"}};
+  bool q = true;
+  EXPECT_EQ(state_cache_types(a.identity, &q), "K f16, V f16");
+  EXPECT_FALSE(q);
+  EXPECT_EQ(state_cache_types(b.identity, &q), "K q4_0+hadamard-64, V q4_0+hadamard-64");
+  EXPECT_TRUE(q);
+  const CompareReport rep = compare_states(a, b, CompareOptions{});
+  EXPECT_NE(rep.crossing.statement.find(
+                "the two engines' arithmetic and the quantization of RIGHT's cache (K q4_0+hadamard-64, V "
+                "q4_0+hadamard-64)"),
+            std::string::npos)
+      << rep.crossing.statement;
+  EXPECT_NE(report_table(rep).find("RIGHT: foreign state, model aaaaaaaaaaaaaaaa (llama, F32; cache K q4_0+hadamard-64"),
+            std::string::npos)
+      << report_table(rep);
+}
+
 // A foreign side (another engine's K/V of the same GGUF) is never "same-model": the label is
 // cross-engine, whatever the models; two states of that one other engine compare as usual.
 TEST(CompareAlign, AForeignSideIsCrossEngine) {
