@@ -274,6 +274,29 @@ hostile_llamacpp_state() {
   ember kv verify "$d/back" >/dev/null 2>&1 && broken "kv verify accepted a foreign cache as native" || ok "llamacpp: kv verify (native) refuses a foreign cache"
 }
 
+# kv doctor (issue 31): every bad input ends with a verdict (exit 1) or a named refusal (exit
+# 2), never a hang or an allocation the file cannot back; a sidecar FIFO is not waited on.
+hostile_kv_doctor() {
+  local d="$WORK/doctor" out rc
+  mkdir -p "$d"
+  ember kv export-llamacpp small-snap -o "$d/s.seq" >/dev/null || { broken "doctor: export-llamacpp failed"; return; }
+  head -c 300 "$d/s.seq" >"$d/cut.seq"
+  mkfifo "$d/fifo.seq"
+  ln -s s.seq "$d/link.seq"
+  # n_token_count 0xffffffff in an otherwise tiny file.
+  printf 'qsgg\x03\x00\x00\x00\xff\xff\xff\xff' >"$d/huge.seq"
+  printf 'qsgX\x03\x00\x00\x00' >"$d/junk.seq"
+  cp "$d/s.seq" "$d/side.seq"; mkfifo "$d/side.seq.ember.json"
+  cp "$d/s.seq" "$d/bad.seq"; printf '{"format": 1, "format": 2}' >"$d/bad.seq.ember.json"
+  for c in "s.seq:0:compatible" "link.seq:0:compatible" "side.seq:0:compatible" "cut.seq:1:truncated" \
+           "huge.seq:1:n_token_count" "fifo.seq:2:FIFO" "junk.seq:2:magic" "bad.seq:2:bad.seq.ember.json"; do
+    IFS=: read -r f want needle <<<"$c"
+    out=$(ember kv doctor "$d/$f" --model small.gguf 2>&1); rc=$?
+    if [[ $rc -eq $want && "$out" == *"$needle"* ]]; then ok "doctor: $f exits $want ($needle)"
+    else broken "doctor: $f: exit $rc, expected $want with '$needle': $(echo "$out" | head -1)"; fi
+  done
+}
+
 # The store, issue 35 (docs/store.md): a FIFO planted as a state's hit counter neither blocks
 # nor fails a read (`store get`, `kv replay --store`); hit counting is best effort.
 hostile_store_fifo_hits() {
@@ -450,6 +473,7 @@ main() {
   hostile_manifest_edits
   hostile_terminal_injection
   hostile_llamacpp_state
+  hostile_kv_doctor
   hostile_store_fifo_hits
   hostile_store_cross_namespace
   hostile_store_bad_paths
