@@ -86,7 +86,11 @@ class SafetensorsPython(unittest.TestCase):
                 snap = os.path.join(d, "snap-" + layout)
                 out = run_ember("kv", "import-safetensors", src, "--layout", layout, "--model", model,
                                 "--engine", "torch", "--prompt-ids", ",".join(map(str, ids)), "--output", snap).stdout
-                diff = [float(x) for x in re.search(r"keys ([0-9.e-]+), values ([0-9.e-]+)", out).groups()]
+                # The model check (docs/formats/llamacpp-state.md): layer 0 and every layer, K and V.
+                self.assertIn("model check passed (4 positions)", out)
+                m = re.search(r"keys ([0-9.e+-]+) at layer 0 \(bound [0-9.e+-]+\), ([0-9.e+-]+) over every layer "
+                              r"\(bound [0-9.e+-]+\); values ([0-9.e+-]+) \([0-9.e+-]+\), ([0-9.e+-]+) ", out)
+                diff = [float(x) for x in m.groups()]
                 self.assertLess(max(diff), 0.01, out)  # f32 -> f16 rounding and two engines' f32 sums
                 with open(os.path.join(snap, "manifest.json")) as f:
                     manifest = json.load(f)
