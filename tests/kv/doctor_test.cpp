@@ -155,4 +155,22 @@ TEST(KvDoctor, JsonAndTextCarryTheVerdict) {
   EXPECT_EQ(doctor_text(r).rfind("p2: compatible: ", 0), 0u);
 }
 
+// The command: exit 0 compatible, 1 another verdict, JSON on --json.
+TEST(KvDoctor, CommandExitCodesAndJson) {
+  const std::string seq = test::shared_path("models/llamacpp-state/stories260K.p1.f16.fa0.seq");
+  std::string out;
+  EXPECT_EQ(test::run_command(test::ember_binary() + " kv doctor " + seq + " --model " +
+                                  test::shared_path("models/stories260K.gguf") + " --json",
+                              &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("\"verdict\": \"compatible\""), std::string::npos) << out;
+  EXPECT_EQ(test::run_command(test::ember_binary() + " kv doctor " + seq + " --model " +
+                                  test::shared_path("models/stories260K-kjv-top.gguf"),
+                              &out),
+            1)
+      << out;
+  EXPECT_NE(out.find(": wrong-model: "), std::string::npos) << out;
+}
+
 }  // namespace ember::kv::doctor_test
