@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/limits.h"
 #include "cli/model_loader.h"
+#include "cli/store_flags.h"
 #include "kv/doctor.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
@@ -50,7 +51,9 @@ void add_kv_doctor(CLI::App& kv) {
       "doctor",
       "Diagnose a llama.cpp state or slot file against a GGUF: compatible, wrong model or weight "
       "quantization, corrupt rows, truncated, V layout, past the context (exit 0 compatible, 1 other verdicts)");
-  c->add_option("file", o->file, "state file (llama_state_seq_save_file, llama-server or ember serve slot save)")
+  c->add_option("file", o->file,
+                "state file (llama_state_seq_save_file, llama-server or ember serve slot save), or a foreign "
+                "state directory / .kvc (kv import-llamacpp, kv import-safetensors)")
       ->required();
   c->add_option("--model", o->model, "the GGUF to check the file against")->required();
   c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
@@ -68,11 +71,20 @@ void add_kv_doctor(CLI::App& kv) {
   c->callback([o] {
     LoadedModel m = load_model({o->model, o->tokenizer, ""});
     model::Engine engine(m.model, model::EngineOptions{resolve_threads(o->threads), false});
-    const auto file = MappedFile::open(o->file);
-    const kv::DoctorSidecar sidecar = read_sidecar(o->file, file->data(), file->size(), m.model->identity());
     o->o.attn_rot = !o->no_attn_rot;
-    const kv::DoctorReport r = kv::diagnose_llamacpp(std::span<const uint8_t>(file->data(), file->size()), o->file,
-                                                     engine, o->o, sidecar);
+    kv::DoctorReport r;
+    std::error_code ec;
+    if (std::filesystem::is_directory(o->file, ec) || o->file.ends_with(".kvc")) {
+      // A foreign state ember already holds (kv import-llamacpp / import-safetensors).
+      kv::ReadOptions ro;
+      ro.accept = kv::Accept::foreign;
+      r = kv::diagnose_foreign_state(open_state_ref(o->file, ro), engine, o->o, o->file);
+    } else {
+      const auto file = MappedFile::open(o->file);
+      const kv::DoctorSidecar sidecar = read_sidecar(o->file, file->data(), file->size(), m.model->identity());
+      r = kv::diagnose_llamacpp(std::span<const uint8_t>(file->data(), file->size()), o->file, engine, o->o,
+                                sidecar);
+    }
     const std::string out = o->json ? pretty_json(kv::doctor_json(r)) + "\n" : kv::doctor_text(r);
     std::fputs(out.c_str(), stdout);
     if (r.exit_code() != 0) throw CheckFailed{};

@@ -2,6 +2,7 @@
 #include "kv/doctor.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -249,6 +250,32 @@ void next_tokens(model::Engine& engine, const model::KvCache& cache, std::span<c
   }
 }
 
+
+// The check, the verdict and, when compatible, the attribution and the next tokens, for a
+// cache already read (its rows in ember's f16 layout, stored by the other engine as k / v).
+void diagnose_cache(model::Engine& engine, const model::KvCache& cache, std::span<const int32_t> tokens,
+                    const StoredRowType& k, const StoredRowType& v, const std::string& v_layout,
+                    const DoctorOptions& options, DoctorReport& r) {
+  r.parsed = true;
+  r.positions = cache.n_pos;
+  r.type_k = stored_row_type_name(k);
+  r.type_v = stored_row_type_name(v);
+  r.v_layout = v_layout;
+  std::vector<int> positions;
+  if (options.positions > 0) {
+    positions = spot_positions(r.positions, options.positions, kModelCheckSeed);
+  } else {
+    positions.resize(size_t(r.positions));
+    for (int i = 0; i < r.positions; ++i) positions[size_t(i)] = i;
+  }
+  r.check = check_foreign_rows(engine, cache, tokens, k, v, positions, /*keep_rows=*/true);
+  decide(cache, r);
+  if (r.verdict == DoctorVerdict::compatible) {
+    attribute(cache, r);
+    next_tokens(engine, cache, tokens, options, r);
+  }
+}
+
 }  // namespace
 
 const char* doctor_verdict_name(DoctorVerdict v) {
@@ -276,25 +303,56 @@ DoctorReport diagnose_llamacpp(std::span<const uint8_t> bytes, const std::string
     if (!classify_parse_error(e.what(), r)) throw;
     return r;
   }
-  r.parsed = true;
-  r.positions = st.cache.n_pos;
-  r.type_k = stored_row_type_name({st.type_k, st.rot_k});
-  r.type_v = stored_row_type_name({st.type_v, st.rot_v});
-  r.v_layout = st.v_trans ? "transposed" : "rows";
-  std::vector<int> positions;
-  if (options.positions > 0) {
-    positions = spot_positions(r.positions, options.positions, kModelCheckSeed);
-  } else {
-    positions.resize(size_t(r.positions));
-    for (int i = 0; i < r.positions; ++i) positions[size_t(i)] = i;
+  diagnose_cache(engine, st.cache, st.tokens, {st.type_k, st.rot_k}, {st.type_v, st.rot_v},
+                 st.v_trans ? "transposed" : "rows", options, r);
+  return r;
+}
+
+namespace {
+
+// "q4_0" and "hadamard-64" (the provenance's names) back to the stored type.
+StoredRowType stored_from_names(const std::string& type, const std::string& rotation, const std::string& where,
+                                const char* field) {
+  StoredRowType t;
+  int32_t found = -1;
+  for (int32_t n : {kGgmlF32, kGgmlF16, kGgmlBf16, kGgmlQ8_0, kGgmlQ4_0, kGgmlQ4_1, kGgmlQ5_0, kGgmlQ5_1, kGgmlIq4Nl})
+    if (ggml_kv_type_name(n) == type) found = n;
+  if (found < 0) fail_field(where, field, "a cache type ember reads", "'" + type + "'");
+  t.type = found;
+  // The manifest's reader checked the form (none | hadamard-N); a bad N leaves 0.
+  if (rotation.rfind("hadamard-", 0) == 0)
+    std::from_chars(rotation.data() + 9, rotation.data() + rotation.size(), t.rot);
+  return t;
+}
+
+}  // namespace
+
+DoctorReport diagnose_foreign_state(const VerifiedState& s, model::Engine& engine, const DoctorOptions& options,
+                                    const std::string& where) {
+  DoctorReport r;
+  r.file = where;
+  const ForeignProvenance* f = s.header().foreign();
+  if (!f) fail_field(where, "format", "a foreign cache (ember.kv-foreign)", "another kind");
+  const model::KvCache& c = s.cache();
+  const std::vector<int32_t>& tokens = s.manifest().prefix.tokens;
+  if (c.n_pos > engine.position_limit() - 1) {
+    r.verdict = DoctorVerdict::past_context;
+    r.reason = where + ": positions: expected at most " + std::to_string(engine.position_limit() - 1) +
+               " (the model's context length), found " + std::to_string(c.n_pos);
+    return r;
   }
-  r.check = check_foreign_rows(engine, st.cache, st.tokens, {st.type_k, st.rot_k}, {st.type_v, st.rot_v},
-                               positions, /*keep_rows=*/true);
-  decide(st.cache, r);
-  if (r.verdict == DoctorVerdict::compatible) {
-    attribute(st.cache, r);
-    next_tokens(engine, st.cache, st.tokens, options, r);
+  const model::ModelConfig& cfg = engine.config();
+  if (c.n_layers != cfg.n_layers || c.n_kv_heads != cfg.n_kv_heads || c.head_dim != cfg.head_dim) {
+    r.verdict = DoctorVerdict::wrong_model;
+    r.reason = where + ": geometry: expected the model's, found " + std::to_string(c.n_layers) + " layers x " +
+               std::to_string(c.n_kv_heads) + " KV heads x " + std::to_string(c.head_dim);
+    return r;
   }
+  const std::string vl = f->detail("v_layout");
+  diagnose_cache(engine, c, tokens,
+                 stored_from_names(f->cache_type_k, f->detail("k_rotation"), where, "foreign.cache_type_k"),
+                 stored_from_names(f->cache_type_v, f->detail("v_rotation"), where, "foreign.cache_type_v"),
+                 vl.empty() ? f->detail("layout") : vl, options, r);
   return r;
 }
 

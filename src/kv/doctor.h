@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kv/foreign_check.h"
+#include "kv/state.h"
 #include "model/engine.h"
 
 namespace ember::kv {
@@ -93,6 +94,12 @@ struct DoctorReport {
 DoctorReport diagnose_llamacpp(std::span<const uint8_t> bytes, const std::string& where,
                                model::Engine& engine, const DoctorOptions& options,
                                const DoctorSidecar& sidecar);
+
+// The same for a foreign state ember already holds (kv import-llamacpp / import-safetensors:
+// a directory or .kvc), its stored types read from the provenance; all its positions checked
+// again, whatever the import sampled.
+DoctorReport diagnose_foreign_state(const VerifiedState& s, model::Engine& engine, const DoctorOptions& options,
+                                    const std::string& where);
 
 // The report as text (one verdict line first) and as JSON (docs give the fields).
 std::string doctor_text(const DoctorReport& r);

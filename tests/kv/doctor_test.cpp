@@ -8,6 +8,7 @@
 
 #include "kv/doctor.h"
 #include "kv/foreign_pairings.h"
+#include "kv/llamacpp_import.h"
 #include "kv/llamacpp_state.h"
 #include "model/engine.h"
 #include "support/test_support.h"
@@ -153,6 +154,25 @@ TEST(KvDoctor, JsonAndTextCarryTheVerdict) {
   EXPECT_EQ(j["keys"]["layer0"]["error"], 0.0);
   EXPECT_EQ(j["next_tokens"].size(), 8u);
   EXPECT_EQ(doctor_text(r).rfind("p2: compatible: ", 0), 0u);
+}
+
+// A foreign state ember already holds: its types come from the provenance. One imported
+// without the model check under the wrong GGUF is caught by the doctor.
+TEST(KvDoctor, ForeignStatesImportedEarlier) {
+  Loaded right = load("synthetic/qwen2-bias-s5006.F32.gguf");
+  Loaded wrong = load("synthetic/qwen2-bias-s5006.Q8_0.gguf");
+  const std::vector<uint8_t> b = fixture("qwen2-bias-s5006.F32.q8_0k.fa0");
+  const VerifiedState ok = import_llamacpp(b, *right.engine, test::hex64('a'), {}, "ok");
+  const DoctorReport r = diagnose_foreign_state(ok, *right.engine, {}, "ok");
+  EXPECT_EQ(r.verdict, DoctorVerdict::compatible) << r.reason;
+  EXPECT_EQ(r.type_k, "q8_0+hadamard-64");  // head_dim 64: llama.cpp rotates K
+  EXPECT_EQ(r.type_v, "f16");
+  LlamaCppImportOptions skip;
+  skip.model_check = false;
+  const VerifiedState bad = import_llamacpp(b, *wrong.engine, test::hex64('a'), skip, "bad");
+  EXPECT_NE(bad.manifest().producer.find("model check skipped"), std::string::npos);
+  const DoctorReport w = diagnose_foreign_state(bad, *wrong.engine, {}, "bad");
+  EXPECT_EQ(w.verdict, DoctorVerdict::wrong_model) << w.reason;
 }
 
 // The command: exit 0 compatible, 1 another verdict, JSON on --json.
