@@ -14,11 +14,7 @@ namespace ember::analysis {
 // the types its source stored (imported rounded to f16); a quantize perturbation on RIGHT is
 // that type emulated in ember's f16 cache, on the layers and parts its receipt names.
 std::pair<std::string, std::string> side_cache_types(const SideSummary& s, const PerturbReceipt* p) {
-  std::pair<std::string, std::string> t{"f16", "f16"};
-  for (const auto& [k, v] : s.identity.provenance) {
-    if (k == "foreign.cache_type_k") t.first = v;
-    if (k == "foreign.cache_type_v") t.second = v;
-  }
+  std::pair<std::string, std::string> t = state_cache_type_pair(s.identity);
   if (p && p->spec.quantize) {
     std::string q = gguf::type_name(uint32_t(*p->spec.quantize)) + " (emulated in f16, layers ";
     for (size_t i = 0; i < p->spec.layers.size(); ++i) q += (i ? "," : "") + std::to_string(p->spec.layers[i]);

@@ -94,7 +94,7 @@ std::string state_engine(const StateIdentity& s) {
   return "unknown";
 }
 
-std::string state_cache_types(const StateIdentity& s, bool* quantized) {
+std::pair<std::string, std::string> state_cache_type_pair(const StateIdentity& s) {
   std::string k = "f16", v = "f16", kr, vr;
   if (s.kind == "foreign")
     for (const auto& [name, value] : s.provenance) {
@@ -103,9 +103,14 @@ std::string state_cache_types(const StateIdentity& s, bool* quantized) {
       if (name == "foreign.k_rotation" && value != "none") kr = "+" + value;
       if (name == "foreign.v_rotation" && value != "none") vr = "+" + value;
     }
+  return {k + kr, v + vr};
+}
+
+std::string state_cache_types(const StateIdentity& s, bool* quantized) {
+  const auto [k, v] = state_cache_type_pair(s);
   auto q = [](const std::string& t) { return t != "f16" && t != "f32" && t != "bf16"; };
   if (quantized) *quantized = q(k) || q(v);
-  return "K " + k + kr + ", V " + v + vr;
+  return "K " + k + ", V " + v;
 }
 
 Crossing classify_crossing(const StateIdentity& left, const StateIdentity& right) {

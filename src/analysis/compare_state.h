@@ -85,6 +85,8 @@ std::string state_engine(const StateIdentity& s);
 // V q4_0+hadamard-64" for a foreign state (its foreign.cache_type_k/v and rotations), "K f16,
 // V f16" for every other kind (ember's cache). Sets *quantized when either is a quantized type.
 std::string state_cache_types(const StateIdentity& s, bool* quantized = nullptr);
+// The same as a {K, V} pair ("q4_0+hadamard-64", "f16"): the one reading of a side's cache types.
+std::pair<std::string, std::string> state_cache_type_pair(const StateIdentity& s);
 Crossing classify_crossing(const StateIdentity& left, const StateIdentity& right);
 
 }  // namespace ember::analysis

@@ -92,8 +92,8 @@ void register_store_commands(CLI::App& app) {
       const int P = snap.manifest().geometry.positions;
       if (P < store::kPrefixBlock)
         std::fprintf(stderr,
-                     "ember: note: %d positions is shorter than one %d-token prefix block: this state is got by "
-                     "its seal or name, never found as a prefix hit\n",
+                     "ember: note: %d positions is shorter than one %d-token prefix block: it comes back by "
+                     "reference, never as a prefix hit\n",
                      P, store::kPrefixBlock);
     });
   }

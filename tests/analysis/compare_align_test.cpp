@@ -130,7 +130,7 @@ TEST(CompareAlign, NamesEachSidesCacheTypes) {
                 "q4_0+hadamard-64)"),
             std::string::npos)
       << rep.crossing.statement;
-  EXPECT_NE(report_table(rep).find("RIGHT: foreign state, model aaaaaaaaaaaaaaaa (llama, F32; cache K q4_0+hadamard-64"),
+  EXPECT_NE(report_table(rep).find("cache K q4_0+hadamard-64 / V q4_0+hadamard-64"),
             std::string::npos)
       << report_table(rep);
 }
