@@ -202,13 +202,13 @@ PY
     out=$(ember kv verify "$dir" "$@" 2>&1); rc=$?
     if [[ $rc -ne 0 && "$out" == *"$needle"* ]]; then ok "manifest edit refused: $what"; else broken "manifest edit accepted or misnamed ($what): rc $rc: $(echo "$out" | tail -1)"; fi
   }
-  edit resume 'j["resume"]["token"] += 1'
+  edit resume 'j["resume"]["token"] += 1; j["proof"]["witness_tokens"][0] = j["resume"]["token"]'
   expect_refused "resume token + 1" "$d/resume" "seal: expected"
   out=$(ember kv replay --model small.gguf --snapshot "$d/resume" -n 1 2>&1) && broken "kv replay used an edited manifest" || ok "kv replay refuses the edited manifest"
   edit swap 'j["payload"]["keys"]["sha256"], j["payload"]["values"]["sha256"] = j["payload"]["values"]["sha256"], j["payload"]["keys"]["sha256"]'
   mv "$d/swap/keys.f16le" "$d/swap/x"; mv "$d/swap/values.f16le" "$d/swap/keys.f16le"; mv "$d/swap/x" "$d/swap/values.f16le"
   expect_refused "payloads swapped with their hashes" "$d/swap" "seal: expected"
-  edit resealed 'j["resume"]["token"] += 1' reseal
+  edit resealed 'j["resume"]["token"] += 1; j["proof"]["witness_tokens"][0] = j["resume"]["token"]' reseal
   expect_refused "re-sealed edit against --expect" "$d/resealed" "(--expect)" --expect "$seal"
   # The version 2 proof (docs/formats/kv-snapshot-v1.md): each edit re-sealed, so its own rule
   # (or the payload pass) names it.
@@ -226,8 +226,23 @@ PY
   expect_refused "a proof in a version 1 manifest" "$d/proof-v1" "proof: expected no such key"
   edit proof-none 'del j["proof"]' reseal
   expect_refused "no proof in a version 2 manifest" "$d/proof-none" "proof"
-  edit version3 'j["version"] = 3' reseal
-  expect_refused "version 3" "$d/version3" "version: expected 1..2 (this reader), found 3"
+  edit version4 'j["version"] = 4' reseal
+  expect_refused "version 4" "$d/version4" "version: expected 1..3 (this reader), found 4"
+  # The version 3 witness (kv/witness.h): all of it or none, from the resume token, one hash a
+  # layer; and a resealed witness of other values is caught by the spot check, naming the layer.
+  edit witness-first 'j["proof"]["witness_tokens"][0] = (j["resume"]["token"] + 1) % j["model"]["vocab_size"]' reseal
+  expect_refused "witness not starting at the resume token" "$d/witness-first" "proof.witness_tokens[0]: expected"
+  edit witness-v2 'j["version"] = 2' reseal
+  expect_refused "a witness in a version 2 manifest" "$d/witness-v2" "expected no such key"
+  edit witness-partial 'del j["proof"]["witness_logits_sha256"]' reseal
+  expect_refused "a witness without its logits hash" "$d/witness-partial" "proof.witness_logits_sha256: expected"
+  edit witness-layers 'j["proof"]["witness_attention_sha256"].pop()' reseal
+  expect_refused "a witness missing a layer" "$d/witness-layers" "proof.witness_attention_sha256: expected"
+  edit witness-length 'j["proof"]["witness_length"] = 100000' reseal
+  expect_refused "a witness too long" "$d/witness-length" "proof.witness_length: expected"
+  edit witness-other 'j["proof"]["witness_attention_sha256"][1] = "0" * 64' reseal
+  expect_refused "a resealed witness of other values (--spot)" "$d/witness-other" \
+    "first in the attention output of layer 1" --model small.gguf --spot 1
   out=$(ember kv verify small-snap --spot 2 2>&1); rc=$?
   if [[ $rc -eq 2 && "$out" == *"--spot: expected --model"* ]]; then ok "kv verify --spot without --model: exit 2"
   else broken "kv verify --spot without --model: rc $rc: $out"; fi

@@ -55,7 +55,7 @@ void add_kv_doctor(CLI::App& kv) {
                 "state file (llama_state_seq_save_file, llama-server or ember serve slot save), or a foreign "
                 "state directory / .kvc (kv import-llamacpp, kv import-safetensors)")
       ->required();
-  c->add_option("--model", o->model, "the GGUF to check the file against")->required();
+  c->add_option("--model,-m", o->model, "the GGUF to check the file against")->required();
   c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
   c->add_option("--positions", o->o.positions,
                 "positions recomputed (default 0: every one; K: K sampled, the last always)")

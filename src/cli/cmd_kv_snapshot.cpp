@@ -90,6 +90,7 @@ void add_export(CLI::App& kv) {
     PromptInput p;
     std::string output, boundary, sign;
     bool force = false, json = false;
+    int witness = kv::kDefaultWitnessLength;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* c = kv.add_subcommand("export", "Prefill a prompt and write its KV state as ember.kv-snapshot.v1");
@@ -100,6 +101,11 @@ void add_export(CLI::App& kv) {
                 "also write the boundary logits (f32 [vocab], not part of the snapshot) to FILE");
   c->add_flag("--force", o->force, "replace an existing snapshot / logits file");
   c->add_flag("--json", o->json, "print what was written as JSON (seal, hashes, positions, resume token)");
+  c->add_option("--witness", o->witness,
+                "tokens of greedy continuation to record as the proof's witness, which kv verify --spot runs "
+                "again (0: none)")
+      ->check(CLI::Range(0, kv::kMaxWitnessLength))
+      ->capture_default_str();
   add_sign_flag(c, o->sign);
   c->callback([o] {
     for (const std::string& out : {o->output, o->boundary})
@@ -108,7 +114,7 @@ void add_export(CLI::App& kv) {
     o->p.chat.model = o->m.model;
     const std::vector<int32_t> prefix = prompt_tokens(o->p, l, o->m.model);
     check_positions(*l.engine, int64_t(prefix.size()), "prompt", "tokens", 1, "steps");
-    kv::ExportResult r = kv::export_prefix(*l.engine, l.tokenizer->identity(), prefix, kProducer);
+    kv::ExportResult r = kv::export_prefix(*l.engine, l.tokenizer->identity(), prefix, kProducer, o->witness);
     if (!o->sign.empty()) r.snapshot = kv::resign(std::move(r.snapshot), o->sign);
     kv::write_state_dir(r.snapshot, o->output, o->force);
     if (!o->boundary.empty()) write_f32(o->boundary, r.boundary_logits, o->force);
@@ -170,6 +176,10 @@ nlohmann::ordered_json spot_verify(const std::string& dir, const ModelArgs& ma, 
     j["first_diff"] = {{"position", d->position}, {"layer", d->layer}, {"kv_head", d->kv_head},
                        {"payload", d->values ? "values" : "keys"}, {"dim", d->dim},
                        {"stored", d->stored}, {"recomputed", d->recomputed}};
+  add("spot.witness", sr.witness == "ok" ? "ok" : sr.witness == "differs" ? "failed" : "skipped",
+      sr.witness == "differs" ? where + ": " + sr.witness_failure() : "");
+  j["witness"] = {{"status", sr.witness}, {"tokens", sr.witness_length}};
+  if (sr.witness == "differs" && sr.witness_first_layer >= 0) j["witness"]["first_layer"] = sr.witness_first_layer;
   add("spot.boundary_logits", sr.logits == "ok" ? "ok" : sr.logits == "differs" ? "failed" : "skipped",
       sr.logits == "differs" ? where + ": proof.boundary_logits_sha256: expected " + sr.logits_expected +
                                    " (manifest), found " + sr.logits_found + " (recomputed over the stored prefix)"
@@ -201,7 +211,7 @@ void add_verify(CLI::App& kv) {
   c->add_flag("--allow-foreign", o->allow_foreign,
               "also verify a foreign cache (kv import-llamacpp): its integrity, not its numerics");
   add_trust_flags(c, o->trust);
-  c->add_option("--model", o->m.model, "GGUF model: also re-decode --spot positions from the stored prefix");
+  c->add_option("--model,-m", o->m.model, "GGUF model: also re-decode --spot positions from the stored prefix");
   c->add_option("--tokenizer", o->m.tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own)");
   add_threads_option(c, o->m.threads);
   add_past_context_flag(c, o->m.allow_past_context);

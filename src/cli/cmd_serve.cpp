@@ -16,6 +16,7 @@
 #include "cli/limits.h"
 #include "cli/model_loader.h"
 #include "cli/store_flags.h"
+#include "kv/snapshot.h"
 #include "serve/server.h"
 #include "store/store.h"
 #include "util/error.h"
@@ -28,7 +29,7 @@ namespace {
 struct ServeArgs {
   std::string model, tokenizer, host = "127.0.0.1", store, password_file, api_key_file, alias, slot_save_path;
   int port = 8080, parallel = 4, ctx_size = 0, threads = 0, queue = 64, max_connections = 32;
-  int timeout = 30, grace_ms = 5000;
+  int timeout = 30, grace_ms = 5000, store_witness = 0;
   size_t cache_ram_mib = 256, max_body_kib = 1024;
   ChatTemplateArgs chat;
 };
@@ -93,6 +94,7 @@ void serve(const ServeArgs& a) {
   so.queue = a.queue;
   so.cache_ram = a.cache_ram_mib << 20;
   so.store = store ? &*store : nullptr;
+  so.store_witness = a.store_witness;
   so.tokenizer_identity = loaded.tokenizer->identity();
   const tok::Tokenizer* tk = loaded.tokenizer.get();
   so.is_eog = [tk](int32_t id) { return tk->is_eog(id); };
@@ -151,6 +153,11 @@ void register_serve_command(CLI::App& app) {
   cmd->add_option("--cache-ram", a->cache_ram_mib, "RAM prefix cache in MiB (0: off)")->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--store", a->store, "shared prefix store (dir:PATH, redis://HOST:PORT, redis+cluster://...)");
+  cmd->add_option("--store-witness", a->store_witness,
+                  "witness tokens recorded with each state saved to --store (kv verify --spot runs them again); "
+                  "each is one decode step the whole batch waits for")
+      ->capture_default_str()
+      ->check(CLI::Range(0, kv::kMaxWitnessLength));
   add_password_file_flag(cmd, a->password_file);
   cmd->add_option("--slot-save-path", a->slot_save_path,
                   "directory of POST /slots/{id}?action=save|restore files (llama.cpp sequence states)");

@@ -1,5 +1,6 @@
 // The ember.kv-snapshot.v1 manifest and its kinds: the strict parse, the canonical JSON and the
 // rules that relate fields. Each field alone is its list's (kv/manifest_fields.h).
+#include <bit>
 #include <cstring>
 
 #include "kv/manifest_fields.h"
@@ -60,6 +61,11 @@ std::string prefix_hash(const std::vector<int32_t>& tokens) {
 
 std::string logits_hash(std::span<const float> logits) {
   Sha256 h;
+  // The bytes are f32 little-endian whatever the host: one update where that is memory order.
+  if constexpr (std::endian::native == std::endian::little) {
+    h.update(logits.data(), logits.size() * sizeof(float));
+    return to_hex(h.finish());
+  }
   for (float f : logits) {
     uint32_t u;
     std::memcpy(&u, &f, 4);
@@ -339,6 +345,37 @@ void SnapshotManifest::validate(const std::string& where) const {
                std::to_string(proof.blocks.size()));
   if (version < 2 && (!proof.blocks.empty() || !proof.boundary_logits_sha256.empty()))
     fail_field(where, "proof", "none (version " + std::to_string(version) + ")", "a proof (version 2)");
+  validate_witness(where);
+}
+
+void SnapshotManifest::validate_witness(const std::string& where) const {
+  const ProofInfo& p = proof;
+  const bool any = !p.witness_tokens.empty() || !p.witness_logits_sha256.empty() ||
+                   !p.witness_attention_sha256.empty();
+  if (!any) return;
+  if (version < 3)
+    fail_field(where, "proof.witness_tokens", "none (version " + std::to_string(version) + ")",
+               "a witness (version 3)");
+  // All or none: a witness missing a part cannot be checked, and must not pass as one.
+  if (p.witness_tokens.empty())
+    fail_field(where, "proof.witness_tokens", "the witness's tokens (its hashes are present)", "none");
+  if (p.witness_logits_sha256.empty())
+    fail_field(where, "proof.witness_logits_sha256", "the hash of the witness's logits (its tokens are present)",
+               "none");
+  if (p.witness_tokens.size() > size_t(kMaxWitnessLength))
+    fail_field(where, "proof.witness_length", "at most " + std::to_string(kMaxWitnessLength),
+               std::to_string(p.witness_tokens.size()));
+  if (p.witness_attention_sha256.size() != size_t(geometry.layers))
+    fail_field(where, "proof.witness_attention_sha256",
+               std::to_string(geometry.layers) + " hashes (one per layer, geometry.layers)",
+               std::to_string(p.witness_attention_sha256.size()));
+  for (size_t i = 0; i < p.witness_tokens.size(); ++i)
+    if (p.witness_tokens[i] < 0 || p.witness_tokens[i] >= model.vocab_size)
+      fail_field(where, "proof.witness_tokens[" + std::to_string(i) + "]",
+                 "an id < vocab_size " + std::to_string(model.vocab_size), std::to_string(p.witness_tokens[i]));
+  if (p.witness_tokens[0] != resume.token)
+    fail_field(where, "proof.witness_tokens[0]", std::to_string(resume.token) + " (resume.token)",
+               std::to_string(p.witness_tokens[0]));
 }
 
 std::vector<std::pair<std::string, std::string>> SnapshotManifest::target_fields() const {

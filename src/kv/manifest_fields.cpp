@@ -89,7 +89,16 @@ class FieldReader {
     if (f.since > version_) return;  // not in this version's document (done() refuses it there)
     StrictObject& o = enter(parents_of(f.path));
     const std::string key = key_of(f.path);
-    if ((f.roles & kOptional) && !o.has(key)) return;
+    if (f.roles & kCount) count_key_ = key;
+    if ((f.roles & kOptional) && !o.has(key)) {
+      if (f.roles & kCount) {
+        count_ = 0;  // the list it counts, if present, must then be empty
+      } else if constexpr (std::is_same_v<T, std::vector<int32_t>>) {
+        if (count_ > 0)  // counted, so it is not optional any more
+          fail_field(o.where(), o.field(key), std::to_string(count_) + " ids (" + o.field(count_key_) + ")", "none");
+      }
+      return;
+    }
     if (f.missing && !o.has(key)) fail_field(o.where(), o.field(key), f.missing, "none");
     if constexpr (std::is_same_v<T, std::string>) {
       v = o.string(key, f.limits.hi);
@@ -160,7 +169,7 @@ class FieldReader {
   void read_tokens(StrictObject& o, const std::string& key, std::vector<int32_t>& out) const {
     const nlohmann::json& toks = o.array(key);
     if (int64_t(toks.size()) != count_)
-      fail_field(o.where(), o.field(key), std::to_string(count_) + " ids (" + o.field("count") + ")",
+      fail_field(o.where(), o.field(key), std::to_string(count_) + " ids (" + o.field(count_key_) + ")",
                  std::to_string(toks.size()) + " ids");
     out.reserve(toks.size());
     for (size_t i = 0; i < toks.size(); ++i) {
@@ -175,6 +184,7 @@ class FieldReader {
   StrictObject& root_;
   std::vector<std::pair<std::string, StrictObject>> open_;
   int64_t count_ = -1;
+  std::string count_key_;  // the kCount field count_ came from ("count", "witness_length")
   int version_ = kSnapshotVersion;  // the document's, once its kVersionTag field is read
 };
 

@@ -172,6 +172,15 @@ void visit_fields(M& m, V&& v) {
   v(m.proof.boundary_logits_sha256,
     {"proof.boundary_logits_sha256", L::chars(128), kOptional, R::sha256_or_empty(), nullptr, {}, 2});
   v(m.proof.blocks, {"proof.blocks", L::chars(128), 0, R::sha256(), nullptr, {}, 2});
+  // Version 3, all four present or none; witness_tokens[0] == resume.token, ids < vocab_size,
+  // one attention hash per layer: validate().
+  v(m.proof.witness_tokens,
+    {"proof.witness_length", L::ints(1, kMaxWitnessLength), kCount | kOptional, {}, nullptr, {}, 3});
+  v(m.proof.witness_tokens, {"proof.witness_tokens", {}, kOptional, {}, nullptr, {}, 3});
+  v(m.proof.witness_logits_sha256,
+    {"proof.witness_logits_sha256", L::chars(128), kOptional, R::sha256_or_empty(), nullptr, {}, 3});
+  v(m.proof.witness_attention_sha256,
+    {"proof.witness_attention_sha256", L::chars(128), kOptional, R::sha256(), nullptr, {}, 3});
 }
 
 // ---- The "mapping" object of ember.kv-mapped.v1 ------------------------------------------------

@@ -27,31 +27,50 @@ Continuation run_loop(model::Engine& engine, model::KvCache& cache, std::span<co
 }  // namespace
 
 ExportResult export_prefix(model::Engine& engine, const std::string& tokenizer_identity,
-                           std::span<const int32_t> prefix, const std::string& producer) {
+                           std::span<const int32_t> prefix, const std::string& producer, int witness) {
   if (prefix.empty()) fail_field("export", "prefix", "at least one token", "none");
   if (prefix.size() > size_t(kMaxPositions))
     fail_field("export", "prefix", "at most " + std::to_string(kMaxPositions) + " tokens",
                std::to_string(prefix.size()));
+  const int P = int(prefix.size());
+  // Exactly P positions: the generation loop evaluates the prefix, selects the resume token
+  // from the boundary logits and (max_steps = 1) never evaluates it.
+  model::KvCache cache = engine.new_cache(P);
+  ContinueOptions o;
+  o.steps = 1;
+  o.keep_logits = true;
+  Continuation c = run_loop(engine, cache, prefix, o);
+  EMBER_CHECK(c.tokens.size() == 1 && cache.n_pos == P);
+  VerifiedState s = seal_prefill(engine, tokenizer_identity, prefix, std::move(cache), c.logits, producer, witness,
+                                 "export");
+  EMBER_CHECK(s.manifest().resume.token == c.tokens[0]);
+  return {std::move(s), std::move(c.logits)};
+}
+
+VerifiedState seal_prefill(model::Engine& engine, const std::string& tokenizer_identity,
+                           std::span<const int32_t> prefix, model::KvCache cache,
+                           std::span<const float> boundary_logits, const std::string& producer, int witness,
+                           const std::string& where) {
+  const int P = int(prefix.size());
+  const int vocab = engine.config().n_vocab;
+  EMBER_CHECK(P >= 1 && cache.n_pos == P && boundary_logits.size() == size_t(vocab));
   KvState s;
   s.manifest = describe_target(engine, tokenizer_identity);
   s.manifest.producer = producer;
   s.manifest.prefix.tokens.assign(prefix.begin(), prefix.end());
-  const int P = int(prefix.size());
-  // Exactly P positions: the generation loop evaluates the prefix, selects the resume token
-  // from the boundary logits and (max_steps = 1) never evaluates it.
-  s.cache = engine.new_cache(P);
-  ContinueOptions o;
-  o.steps = 1;
-  o.keep_logits = true;
-  Continuation c = run_loop(engine, s.cache, prefix, o);
-  EMBER_CHECK(c.tokens.size() == 1 && s.cache.n_pos == P);
-  s.manifest.resume.token = c.tokens[0];
+  s.manifest.resume.token = model::argmax(boundary_logits.data(), vocab);
   s.manifest.resume.position = P;
   // Only an engine with allow_past_context gets here with P > n_ctx; the manifest says so.
   s.manifest.past_context = P > engine.config().n_ctx;
-  // The proof that `kv verify --spot` re-derives: the logits after the last prefix position.
-  s.manifest.proof.boundary_logits_sha256 = logits_hash(c.logits);
-  return {seal(std::move(s), "export"), std::move(c.logits)};
+  // The proof that `kv verify --spot` re-derives: the logits after the last prefix position,
+  // and what continuing from the cache computes (W decode steps past it, on a copy).
+  s.manifest.proof.boundary_logits_sha256 = logits_hash(boundary_logits);
+  Witness w = record_witness(engine, cache, s.manifest.resume.token, witness);
+  s.manifest.proof.witness_tokens = std::move(w.tokens);
+  s.manifest.proof.witness_logits_sha256 = std::move(w.logits_sha256);
+  s.manifest.proof.witness_attention_sha256 = std::move(w.attention_sha256);
+  s.cache = std::move(cache);
+  return seal(std::move(s), where);
 }
 
 Continuation replay(const VerifiedState& snapshot, model::Engine& engine,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kv/state.h"
+#include "kv/witness.h"
 #include "model/engine.h"
 
 namespace ember::kv {
@@ -26,9 +27,21 @@ struct ExportResult {
 };
 
 // Prefills `prefix` (P >= 1 ids) into a fresh cache of exactly P positions, selects the
-// resume token from the boundary logits by greedy argmax (ties: lowest id), and seals.
+// resume token from the boundary logits by greedy argmax (ties: lowest id), records the proof
+// (the boundary logits' hash and a witness of `witness` tokens, kv/witness.h; 0: none) and seals.
 ExportResult export_prefix(model::Engine& engine, const std::string& tokenizer_identity,
-                           std::span<const int32_t> prefix, const std::string& producer);
+                           std::span<const int32_t> prefix, const std::string& producer,
+                           int witness = kDefaultWitnessLength);
+
+// The sealed state a prefill leaves: `cache` holds exactly the P = prefix.size() positions
+// of `prefix`; the resume token is chosen from `boundary_logits` (the logits after position
+// P - 1) by greedy argmax (ties: lowest id); the proof records their hash and a witness of
+// `witness` tokens (kv/witness.h; 0: none). kv export and the store's saves both build their
+// state here, so one prompt gives one seal. `where` names the caller in errors.
+VerifiedState seal_prefill(model::Engine& engine, const std::string& tokenizer_identity,
+                           std::span<const int32_t> prefix, model::KvCache cache,
+                           std::span<const float> boundary_logits, const std::string& producer, int witness,
+                           const std::string& where);
 
 struct Continuation {
   std::vector<int32_t> tokens;  // the selected ids, in order

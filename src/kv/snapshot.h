@@ -39,11 +39,13 @@ namespace ember::kv {
 inline constexpr const char* kSnapshotFormat = "ember.kv-snapshot";
 // Version 2 adds the "proof" object (a hash per (layer, block of 16 positions) and the
 // boundary logits' hash) and hashes each payload as the digest of its block digests. Version 1
-// manifests are still read (no proof; payload hashes over the whole files); every writer
-// writes version 2. docs/formats/kv-snapshot-v1.md, "Versions".
-inline constexpr int kSnapshotVersion = 2;
+// manifests are still read (no proof; payload hashes over the whole files). Version 3 adds the
+// proof's optional witness (kv/witness.h); version 2 manifests are read as they are. Every writer
+// writes version 3. docs/formats/kv-snapshot-v1.md, "Versions".
+inline constexpr int kSnapshotVersion = 3;
 inline constexpr int kOldestSnapshotVersion = 1;
 inline constexpr int kProofBlockPositions = 16;  // positions per proof block (the last may hold fewer)
+inline constexpr int kMaxWitnessLength = 256;    // proof.witness_length: at most this many tokens
 // Fixed file names: never taken from input (no path traversal through a manifest).
 inline constexpr const char* kManifestFile = "manifest.json";
 inline constexpr const char* kKeysFile = "keys.f16le";
@@ -144,6 +146,14 @@ struct ProofInfo {
   // each head's positions in order (the bytes keys.f16le holds there). Filled by seal() and
   // checked by every reader in the pass that hashes the payload (PayloadCheck).
   std::vector<std::string> blocks;
+  // Version 3, optional (kv/witness.h): the W tokens of a greedy continuation from the resume
+  // token (witness_tokens[0] == resume.token), the hex SHA-256 of their W logit rows (f32 LE, in
+  // order) and, per layer, of their attention output rows [W][embedding_size] (after the
+  // O-projection). Empty (the keys absent) when no ember prefill produced the state, or the
+  // producer recorded none (kv export --witness 0).
+  std::vector<int32_t> witness_tokens;
+  std::string witness_logits_sha256;
+  std::vector<std::string> witness_attention_sha256;
 };
 
 struct SnapshotManifest {
@@ -187,6 +197,8 @@ struct SnapshotManifest {
   // ids < vocab_size, prefix hash, payload sizes implied by the geometry, fixed file names.
   // Throws Error naming `where` and the field.
   void validate(const std::string& where) const;
+  // The proof's witness alone (part of validate()): all of it or none, from version 3.
+  void validate_witness(const std::string& where) const;
 
   // Bytes of one payload file implied by the geometry (2 * layers * kv_heads * P * head_dim).
   uint64_t payload_bytes() const;

@@ -548,6 +548,7 @@ nlohmann::ordered_json state_summary_json(const SnapshotManifest& m) {
   j["model_identity"] = m.model.identity;
   j["prefix_sha256"] = m.prefix.sha256;
   j["payload"] = {{"keys_sha256", m.keys.sha256}, {"values_sha256", m.values.sha256}};
+  j["witness_tokens"] = m.proof.witness_tokens.size();  // 0: none recorded
   j["seal"] = m.seal;
   j["signer"] = m.signature ? ordered_json(m.signature->public_key) : ordered_json(nullptr);
   return j;

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "kv/recompute_rows.h"
+#include "kv/witness.h"
 #include "model/generate.h"
 #include "util/error.h"
 
@@ -42,9 +43,22 @@ const SpotRowDiff* SpotReport::first_diff() const {
   return nullptr;
 }
 
+std::string SpotReport::witness_failure() const {
+  if (witness != "differs") return "";
+  const std::string what = "the witness (" + std::to_string(witness_length) +
+                           " tokens continued from the stored cache) differs from the one its producer recorded, ";
+  if (witness_first_layer < 0) return what + "in its logits (proof.witness_logits_sha256)";
+  const std::string l = std::to_string(witness_first_layer);
+  // The layers below read rows nothing changed, from inputs nothing changed: the first layer
+  // that differs holds changed rows.
+  return what + "first in the attention output of layer " + l + " (proof.witness_attention_sha256[" + l +
+         "]): rows of layer " + l + " are not the ones the stored prefix computes";
+}
+
 std::string SpotReport::summary() const {
   if (const SpotRowDiff* d = first_diff())
     return "the stored prefix does not recompute to its cache: " + d->describe();
+  if (witness == "differs") return witness_failure();
   if (logits == "differs")
     return "the boundary logits recomputed over the stored prefix hash to " + logits_found + ", not " +
            logits_expected + " (proof.boundary_logits_sha256)";
@@ -52,7 +66,9 @@ std::string SpotReport::summary() const {
     return "the boundary logits recomputed over the stored prefix select token " + std::to_string(resume_found) +
            ", not the manifest's resume token";
   return "ok: " + std::to_string(positions.size()) + " positions recomputed bit for bit" +
-         (logits == "ok" ? ", boundary logits as recorded" : ", boundary logits not recorded");
+         (logits == "ok" ? ", boundary logits as recorded" : ", boundary logits not recorded") +
+         (witness == "ok" ? ", witness of " + std::to_string(witness_length) + " tokens as recorded"
+                          : ", no witness recorded");
 }
 
 SpotReport spot_check(model::Engine& engine, const SnapshotManifest& m, const model::KvCache& cache, int k,
@@ -73,6 +89,19 @@ SpotReport spot_check(model::Engine& engine, const SnapshotManifest& m, const mo
     r.logits_expected = m.proof.boundary_logits_sha256;
     if (!r.logits_expected.empty()) r.logits = r.logits_found == r.logits_expected ? "ok" : "differs";
   });
+  const ProofInfo& proof = m.proof;
+  if (!proof.witness_tokens.empty()) {
+    const Witness w = run_witness(engine, cache, proof.witness_tokens);
+    r.witness_length = int(proof.witness_tokens.size());
+    r.witness = "ok";
+    for (size_t l = 0; l < w.attention_sha256.size() && l < proof.witness_attention_sha256.size(); ++l)
+      if (w.attention_sha256[l] != proof.witness_attention_sha256[l]) {
+        r.witness = "differs";
+        r.witness_first_layer = int(l);
+        break;
+      }
+    if (w.logits_sha256 != proof.witness_logits_sha256) r.witness = "differs";
+  }
   return r;
 }
 

@@ -46,17 +46,27 @@ struct SpotReport {
   std::string logits_expected, logits_found;  // hex SHA-256 (found: always computed)
   int32_t resume_found = -1;  // argmax of the recomputed boundary logits (ties: lowest id)
   bool resume_ok = true;      // resume_found == manifest.resume.token
+  // The recorded witness (proof.witness_*, kv/witness.h) run again over the stored cache: "ok",
+  // "differs" or "not-recorded" (a manifest before version 3, or a producer that recorded none).
+  std::string witness = "not-recorded";
+  int witness_length = 0;
+  // When it differs: the first layer whose attention output differs, the layer the changed rows
+  // are in (-1: only the logits differ).
+  int witness_first_layer = -1;
   // The first position whose rows differ (the lowest), or none.
   const SpotRowDiff* first_diff() const;
-  bool ok() const { return !first_diff() && logits != "differs" && resume_ok; }
+  bool ok() const { return !first_diff() && witness != "differs" && logits != "differs" && resume_ok; }
+  // When the witness differs: what differs, naming the layer ("" otherwise).
+  std::string witness_failure() const;
   // One line: "ok: 4 positions ..." or the first failure, naming layer, kv_head and position.
   std::string summary() const;
 };
 
 // Recomputes spot_positions(P, k, seed) of `cache` (the state `m` describes: its tokens are
 // m.prefix.tokens; the caller checked that `engine` is the manifest's target, check_compatible)
-// and compares every K/V row at each, then the boundary logits. Every sampled position is
-// evaluated (no early exit): the cost of a clean check is the cost of any check.
+// and compares every K/V row at each, then the boundary logits, then runs the recorded witness
+// (if any) over the cache as stored. Every sampled position is evaluated (no early exit): the
+// cost of a clean check is the cost of any check.
 SpotReport spot_check(model::Engine& engine, const SnapshotManifest& m, const model::KvCache& cache, int k,
                       uint64_t seed);
 

@@ -153,7 +153,7 @@ void Scheduler::release(Sequence& s, FinishReason reason, const std::string& err
         // Sealed as `kv export` seals the prompt's state; its resume token is the greedy choice
         // from the boundary logits (the first selection's), kept for this.
         store::save_prefill(*options_.store, engine_, options_.tokenizer_identity, r.prompt(), s.kept.cache, s.boundary,
-                            "ember serve", {});
+                            "ember serve", {}, options_.store_witness);
       } catch (const std::exception&) {
         metrics_.store_errors.fetch_add(1);
       }

@@ -35,6 +35,10 @@ struct SchedulerOptions {
   size_t cache_ram = size_t(256) << 20;  // the RAM prefix tier's budget in bytes (0: off)
   store::Store* store = nullptr;         // the shared tier (--store), restored from and saved to
   std::string tokenizer_identity;        // the store's namespace needs it
+  // Witness tokens recorded with each state saved to the store (kv/witness.h): each costs one
+  // decode step on the scheduler thread, which every batched request waits for, so the
+  // server records none unless asked (--store-witness); kv export and ember run record 16.
+  int store_witness = 0;
   std::function<bool(int32_t)> is_eog;   // end-of-generation ids
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kv/import.h"
+#include "kv/replay.h"
 #include "model/generate.h"
 #include "util/error.h"
 
@@ -54,26 +55,19 @@ PrefixRestore restore_longest_prefix(Store& store, const model::Engine& engine, 
   return out;
 }
 
-PutResult save_prefill(Store& store, const model::Engine& engine, const std::string& tokenizer_identity,
+PutResult save_prefill(Store& store, model::Engine& engine, const std::string& tokenizer_identity,
                        std::span<const int32_t> prompt, const model::KvCache& cache,
                        std::span<const float> boundary_logits, const std::string& producer,
-                       const PutOptions& options) {
+                       const PutOptions& options, int witness) {
   const int L = int(prompt.size());
-  const int vocab = engine.config().n_vocab;
-  EMBER_CHECK(L >= 1 && cache.n_pos >= L && boundary_logits.size() == size_t(vocab));
-  // Exactly what kv::export_prefix builds for this prompt, so both give one seal.
-  kv::KvState s;
-  s.manifest = kv::describe_target(engine, tokenizer_identity);
-  s.manifest.producer = producer;
-  s.manifest.prefix.tokens.assign(prompt.begin(), prompt.end());
-  s.cache = model::KvCache(cache.n_layers, cache.n_kv_heads, cache.head_dim, L);
-  s.cache.copy_prefix(cache, L);
-  s.cache.n_pos = L;
-  s.manifest.resume.token = model::argmax(boundary_logits.data(), vocab);
-  s.manifest.resume.position = L;
-  s.manifest.past_context = L > engine.config().n_ctx;
-  s.manifest.proof.boundary_logits_sha256 = kv::logits_hash(boundary_logits);
-  return store.put(kv::seal(std::move(s), "store save"), options);
+  EMBER_CHECK(L >= 1 && cache.n_pos >= L);
+  model::KvCache rows(cache.n_layers, cache.n_kv_heads, cache.head_dim, L);
+  rows.copy_prefix(cache, L);
+  rows.n_pos = L;
+  // kv export's state, witness included: one prompt, one seal.
+  return store.put(kv::seal_prefill(engine, tokenizer_identity, prompt, std::move(rows), boundary_logits, producer,
+                                    witness, "store save"),
+                   options);
 }
 
 StoreRun run_with_store(model::Engine& engine, const std::string& tokenizer_identity, std::span<const int32_t> prompt,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/engine.h"
+#include "kv/witness.h"
 #include "store/store.h"
 
 namespace ember::store {
@@ -37,11 +38,12 @@ PrefixRestore restore_longest_prefix(Store& store, const model::Engine& engine, 
 
 // Stores the prompt's state after prefill: positions [0, L) of `cache` (which may hold more),
 // with the resume token chosen from `boundary_logits` by greedy argmax (ties: lowest id),
-// sealed exactly as `kv export` seals (the same prompt gives the same seal).
-PutResult save_prefill(Store& store, const model::Engine& engine, const std::string& tokenizer_identity,
+// sealed exactly as `kv export` seals (the same prompt gives the same seal; kv::seal_prefill),
+// witness included (`witness` tokens, 0: none): `engine` decodes it on a copy of the rows.
+PutResult save_prefill(Store& store, model::Engine& engine, const std::string& tokenizer_identity,
                        std::span<const int32_t> prompt, const model::KvCache& cache,
                        std::span<const float> boundary_logits, const std::string& producer,
-                       const PutOptions& options);
+                       const PutOptions& options, int witness = kv::kDefaultWitnessLength);
 
 struct StoreRunOptions {
   int steps = 16;

@@ -34,6 +34,9 @@ kv::StateHeader header_of(kv::StateKind kind) {
   kv::StateHeader h = make_snapshot(2, 1, 4, 3).header();
   h.manifest.past_context = true;
   h.manifest.proof.boundary_logits_sha256 = sha256_hex("logits");
+  h.manifest.proof.witness_tokens = {h.manifest.resume.token, 7};
+  h.manifest.proof.witness_logits_sha256 = sha256_hex("witness logits");
+  h.manifest.proof.witness_attention_sha256 = {sha256_hex("layer 0"), sha256_hex("layer 1")};
   if (kind == kv::StateKind::mapped) {
     kv::MappedProvenance p = test_mapping(2, h.manifest.prefix.sha256);
     p.registration = "unregistered";
@@ -132,7 +135,9 @@ TEST(FieldList, ReaderRequiresEveryRowAndNoOther) {
         auto [obj, key] = locate(j, r.name);
         obj->erase(key);
       });
-      if (r.spec.roles & kv::kOptional)
+      if (r.name.rfind("proof.witness_", 0) == 0)
+        EXPECT_NE(err.find("proof.witness_"), std::string::npos) << err;  // the witness is all or none
+      else if (r.spec.roles & kv::kOptional)
         EXPECT_EQ(err, "");  // an optional row read back absent is the canonical document
       else if (r.spec.missing)
         EXPECT_NE(err.find(r.name + ": expected " + r.spec.missing + ", found none"), std::string::npos) << err;
@@ -191,6 +196,8 @@ TEST(FieldList, EveryRuleIsCheckedAndNamesItsField) {
         if (r.spec.path == std::string("layer_roles")) element = "[1]";
         if (r.spec.path == std::string("proof.blocks"))
           element = "[" + std::to_string(h.manifest.proof.blocks.size() - 1) + "]";
+        if (r.spec.path == std::string("proof.witness_attention_sha256"))
+          element = "[" + std::to_string(h.manifest.proof.witness_attention_sha256.size() - 1) + "]";
         EXPECT_EQ(err.rfind("m.json: " + r.name + element + ": expected ", 0),
                   0u)
             << err;

@@ -39,6 +39,13 @@ int verify(const std::string& dir, std::string* out, const std::string& extra = 
   return run_command(ember_binary() + " kv verify " + dir + " " + extra, out);
 }
 
+// The resume token moved by one, and the witness that starts at it: an edit no rule refuses.
+template <class Json>
+void bump_resume(Json& j) {
+  j["resume"]["token"] = j["resume"]["token"].template get<int>() + 1;
+  if (j["proof"].contains("witness_tokens")) j["proof"]["witness_tokens"][0] = j["resume"]["token"];
+}
+
 TEST(SealCli, ExportPrintsTheSealThatVerifyRecomputes) {
   const Exported e = export_stories("seal-print");
   std::string out;
@@ -51,7 +58,7 @@ TEST(SealCli, EditsThatBreakNoRuleAreRefusedByTheSeal) {
   // The resume token moved by one (a different continuation, still a valid id).
   {
     const Exported e = export_stories("seal-resume");
-    edit_manifest(e.dir, [](auto& j) { j["resume"]["token"] = j["resume"]["token"].template get<int>() + 1; },
+    edit_manifest(e.dir, [](auto& j) { bump_resume(j); },
                   /*reseal=*/false);
     std::string out;
     EXPECT_EQ(verify(e.dir, &out), 1) << out;
@@ -108,7 +115,7 @@ TEST(SealCli, ExpectPinsTheRecordedSeal) {
   EXPECT_NE(out.find("seal: expected " + other + " (--expect), found " + e.seal), std::string::npos) << out;
   EXPECT_EQ(verify(e.dir, &out, "--expect " + other), 1) << out;
   // A re-sealed forgery passes the seal but not --expect: the level a recorded ID adds.
-  edit_manifest(e.dir, [](auto& j) { j["resume"]["token"] = j["resume"]["token"].template get<int>() + 1; });
+  edit_manifest(e.dir, [](auto& j) { bump_resume(j); });
   EXPECT_EQ(verify(e.dir, &out), 0) << out;
   EXPECT_EQ(verify(e.dir, &out, "--expect " + e.seal), 1) << out;
 }
@@ -127,7 +134,7 @@ TEST(SealCli, SignaturesAreCheckedWheneverPresentAndRequiredByTrust) {
   EXPECT_EQ(verify(plain.dir, &out, "--trust " + keys + "/k.pub"), 1) << out;
   EXPECT_NE(out.find("an unsigned artifact"), std::string::npos) << out;
   // A forger who edits and re-seals cannot keep the signature valid.
-  edit_manifest(signed_.dir, [](auto& j) { j["resume"]["token"] = j["resume"]["token"].template get<int>() + 1; });
+  edit_manifest(signed_.dir, [](auto& j) { bump_resume(j); });
   EXPECT_EQ(verify(signed_.dir, &out), 1) << out;
   EXPECT_NE(out.find("signature.value: expected a valid Ed25519 signature"), std::string::npos) << out;
 }

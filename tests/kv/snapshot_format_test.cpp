@@ -61,7 +61,7 @@ TEST(SnapshotManifest, CanonicalJsonIsStableAndRoundTrips) {
   EXPECT_EQ(back.prefix.tokens, s.manifest().prefix.tokens);
   EXPECT_EQ(back.rope.theta, 1000000.0f);
   // Fixed key order: format first, payload last; tokens on one line.
-  EXPECT_EQ(a.rfind("{\n  \"format\": \"ember.kv-snapshot\",\n  \"version\": 2,", 0), 0u) << a;
+  EXPECT_EQ(a.rfind("{\n  \"format\": \"ember.kv-snapshot\",\n  \"version\": 3,", 0), 0u) << a;
   EXPECT_LT(a.find("\"prefix\""), a.find("\"resume\""));
   EXPECT_LT(a.find("\"resume\""), a.find("\"payload\""));
   EXPECT_EQ(a.back(), '\n');
@@ -248,6 +248,19 @@ TEST(SnapshotVerify, CatchesDuplicatedKeysAtAnyDepth) {
   }
 }
 
+// A well-formed witness of `length` tokens (its hashes arbitrary) in the proof of `j`, its first
+// token the resume token plus `shift`.
+void add_witness(kv::ordered_json& j, int length, int shift = 0) {
+  kv::ordered_json& p = j["proof"];
+  const int32_t resume = j["resume"]["token"].get<int32_t>();
+  p["witness_length"] = length;
+  p["witness_tokens"] = kv::ordered_json::array();
+  for (int i = 0; i < length; ++i) p["witness_tokens"].push_back(i == 0 ? resume + shift : i);
+  p["witness_logits_sha256"] = std::string(64, 'a');
+  p["witness_attention_sha256"] = kv::ordered_json::array();
+  for (int l = 0; l < j["geometry"]["layers"].get<int>(); ++l) p["witness_attention_sha256"].push_back(std::string(64, 'b'));
+}
+
 TEST(SnapshotVerify, CatchesUnknownMissingAndMistypedKeys) {
   struct Case {
     const char* needle;
@@ -261,8 +274,34 @@ TEST(SnapshotVerify, CatchesUnknownMissingAndMistypedKeys) {
       {"geometry.layers: expected an integer, found number", [](auto& j) { j["geometry"]["layers"] = 3.5; }},
       {"attention.qkv_bias: expected true or false", [](auto& j) { j["attention"]["qkv_bias"] = 1; }},
       {"rope.theta: expected a finite value exactly representable as f32", [](auto& j) { j["rope"]["theta"] = 0.1; }},
-      {"version: expected 1..2 (this reader), found 3", [](auto& j) { j["version"] = 3; }},
+      {"version: expected 1..3 (this reader), found 4", [](auto& j) { j["version"] = 4; }},
       {"proof: expected no such key", [](auto& j) { j["version"] = 1; }},  // a v1 document has no proof
+      // The witness (version 3): all of it or none, starting at the resume token.
+      {"proof.witness_attention_sha256: expected no such key",
+       [](auto& j) { add_witness(j, 2), j["version"] = 2; }},  // a v2 document has none
+      {"proof.witness_tokens: expected 3 ids (proof.witness_length)",
+       [](auto& j) { add_witness(j, 2), j["proof"]["witness_length"] = 3; }},
+      {"proof.witness_tokens: expected 2 ids (proof.witness_length), found none",
+       [](auto& j) { add_witness(j, 2), j["proof"].erase("witness_tokens"); }},
+      {"proof.witness_tokens: expected 0 ids (proof.witness_length)",
+       [](auto& j) { add_witness(j, 2), j["proof"].erase("witness_length"); }},
+      {"proof.witness_length: expected an integer in [1, 256]",
+       [](auto& j) { add_witness(j, 2), j["proof"]["witness_length"] = 0; }},
+      {"proof.witness_tokens[0]: expected", [](auto& j) { add_witness(j, 2, 1); }},
+      {"proof.witness_tokens[1]: expected an id < vocab_size",
+       [](auto& j) { add_witness(j, 2), j["proof"]["witness_tokens"][1] = 1 << 20; }},
+      {"proof.witness_logits_sha256: expected the hash of the witness's logits",
+       [](auto& j) { add_witness(j, 2), j["proof"].erase("witness_logits_sha256"); }},
+      {"proof.witness_tokens: expected the witness's tokens",
+       [](auto& j) {
+         add_witness(j, 2);
+         j["proof"].erase("witness_tokens");
+         j["proof"].erase("witness_length");
+       }},
+      {"proof.witness_attention_sha256: expected 3 hashes (one per layer",
+       [](auto& j) { add_witness(j, 2), j["proof"]["witness_attention_sha256"].erase(0); }},
+      {"proof.witness_attention_sha256[1]: expected 64 lowercase hex",
+       [](auto& j) { add_witness(j, 2), j["proof"]["witness_attention_sha256"][1] = "x"; }},
       {"proof.blocks: expected 3 entries", [](auto& j) { j["proof"]["blocks"].erase(0); }},
       {"proof.blocks[0]: expected 64 lowercase hex", [](auto& j) { j["proof"]["blocks"][0] = "x"; }},
       {"proof.block_positions: expected 16", [](auto& j) { j["proof"]["block_positions"] = 8; }},

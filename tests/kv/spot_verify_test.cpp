@@ -1,7 +1,8 @@
-// `kv verify --model M --spot K` (kv/spot_check.h) and the version 2 proof: clean caches made on
-// every thread count and SIMD path pass; planted corruptions that the seal cannot see (a state
-// resealed over rows its prefix cannot have produced) are caught and named; version 1
-// snapshots are still read; the store names the bad block.
+// `kv verify --model M --spot K` (kv/spot_check.h) and the proof (version 2: blocks and boundary
+// logits; version 3: the witness, kv/witness.h): clean caches made on every thread count and SIMD
+// path pass; planted corruptions that the seal cannot see (a state resealed over rows its prefix
+// cannot have produced) are caught and named; versions 1 and 2 are still read; the store names
+// the bad block.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include "kv/kv_test_util.h"
 #include "kv/replay.h"
 #include "kv/spot_check.h"
+#include "kv/witness.h"
 #include "model/engine.h"
 #include "store/store.h"
 #include "support/cli_run.h"
@@ -183,9 +185,105 @@ TEST(SnapshotVersions, AVersionOneSnapshotIsStillRead) {
   const SpotReport sr = check(f, s, 4);
   EXPECT_TRUE(sr.ok()) << sr.summary();
   EXPECT_EQ(sr.logits, "not-recorded");
-  // Re-sealed (a changed state), it is written as version 2.
+  // Re-sealed (a changed state), it is written as the current version.
   KvState c = s.copy().release();
-  EXPECT_EQ(seal(std::move(c), "reseal").manifest().version, 2);
+  EXPECT_EQ(seal(std::move(c), "reseal").manifest().version, kSnapshotVersion);
+}
+
+// A version 2 snapshot (a proof without a witness) is still read and spot-checked.
+TEST(SnapshotVersions, AVersionTwoSnapshotIsStillRead) {
+  Fixture f;
+  const ExportResult x = f.exported(kPrompt);
+  const std::string dir = test::temp_dir("v2") + "/snap";
+  write_state_dir(x.snapshot, dir, false);
+  test::edit_manifest(dir, [](auto& j) {
+    j["version"] = 2;
+    for (const char* k : {"witness_length", "witness_tokens", "witness_logits_sha256", "witness_attention_sha256"})
+      j["proof"].erase(k);
+  });
+  const VerifiedState s = open_state(dir);
+  EXPECT_EQ(s.manifest().version, 2);
+  const SpotReport sr = check(f, s, 4);
+  EXPECT_TRUE(sr.ok()) << sr.summary();
+  EXPECT_EQ(sr.logits, "ok");
+  EXPECT_EQ(sr.witness, "not-recorded");
+}
+
+// The witness the export decoded token by token is what one chunk over the stored cache
+// computes, with 1 thread or 2: a clean cache can never fail it.
+TEST(SpotWitness, ExportRecordsAWitnessThatOneChunkReproduces) {
+  Fixture f;
+  const ExportResult x = f.exported(kPrompt);
+  const ProofInfo& p = x.snapshot.manifest().proof;
+  ASSERT_EQ(int(p.witness_tokens.size()), kDefaultWitnessLength);
+  EXPECT_EQ(p.witness_tokens[0], x.snapshot.manifest().resume.token);
+  EXPECT_EQ(int(p.witness_attention_sha256.size()), f.m->config().n_layers);
+  for (int threads : {1, 2}) {
+    model::Engine e(f.m, {threads});
+    const Witness w = run_witness(e, x.snapshot.cache(), p.witness_tokens);
+    EXPECT_EQ(w.logits_sha256, p.witness_logits_sha256) << threads << " threads";
+    EXPECT_EQ(w.attention_sha256, p.witness_attention_sha256) << threads << " threads";
+  }
+  // Decoded again by the recorder, on the other engine: the same record.
+  model::Engine e2(f.m, {2});
+  const Witness again = record_witness(e2, x.snapshot.cache(), p.witness_tokens[0], kDefaultWitnessLength);
+  EXPECT_EQ(again.tokens, p.witness_tokens);
+  EXPECT_EQ(again.logits_sha256, p.witness_logits_sha256);
+  const SpotReport r = check(f, x.snapshot, 1);
+  EXPECT_EQ(r.witness, "ok");
+  EXPECT_EQ(r.witness_length, kDefaultWitnessLength);
+}
+
+// Low bits flipped at positions the check does not sample: the rows it recomputes and the
+// boundary logits can miss them (f16 rounding absorbs the change), the witness catches some of
+// those, and whenever it catches one it names the flipped layer: the layers below read rows
+// nothing changed.
+TEST(SpotWitness, FlipsTheSampledRowsMissAreCaughtByTheWitnessNamingTheLayer) {
+  Fixture f;
+  const ExportResult x = f.exported(kPrompt);
+  const int P = x.snapshot.manifest().geometry.positions;
+  const int layers = f.m->config().n_layers;
+  int witness_only = 0, witness_caught = 0;
+  for (int layer = 0; layer < layers; ++layer)
+    for (int pos : {2, 11, 20})
+      for (int bit : {0, 2, 4}) {
+        const VerifiedState bad = forged(x.snapshot, [&](model::KvCache& c) {
+          c.v_row(layer, layer % c.n_kv_heads, pos)[pos % c.head_dim] ^= uint16_t(1u << bit);
+        });
+        const SpotReport r = check(f, bad, 1);  // only P - 1 sampled
+        ASSERT_LT(pos, P - 1);
+        if (r.witness != "differs") continue;
+        ++witness_caught;
+        EXPECT_FALSE(r.ok());
+        EXPECT_EQ(r.witness_first_layer, layer) << "flip at layer " << layer << ", position " << pos;
+        if (!r.first_diff() && r.logits == "ok") {
+          ++witness_only;
+          EXPECT_NE(r.summary().find("first in the attention output of layer " + std::to_string(layer)),
+                    std::string::npos)
+              << r.summary();
+        }
+      }
+  EXPECT_GT(witness_caught, 0);
+  EXPECT_GT(witness_only, 0) << "no flip was caught by the witness alone";
+}
+
+TEST(SpotWitnessCli, ExportWitnessZeroRecordsNoneAndVerifySaysSo) {
+  const std::string model = test::shared_path("models/stories260K.gguf");
+  const std::string dir = test::temp_dir("witness-cli");
+  ASSERT_EQ(run_ember("kv export -m " + q(model) + " -p " + q(kPrompt) + " --witness 0 -o " + q(dir + "/none")).rc, 0);
+  EXPECT_EQ(test::slurp(dir + "/none/manifest.json").find("witness"), std::string::npos);
+  const test::CliRun v = run_ember("kv verify " + q(dir + "/none") + " -m " + q(model) + " --spot 2");
+  EXPECT_EQ(v.rc, 0) << v.out;
+  EXPECT_NE(v.out.find("spot.witness           skipped"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("no witness recorded"), std::string::npos) << v.out;
+  ASSERT_EQ(run_ember("kv export -m " + q(model) + " -p " + q(kPrompt) + " --witness 4 -o " + q(dir + "/four")).rc, 0);
+  const test::CliRun j = run_ember("kv verify " + q(dir + "/four") + " -m " + q(model) + " --spot 2 --json");
+  EXPECT_EQ(j.rc, 0) << j.out;
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["spot"]["witness"]["status"], "ok");
+  EXPECT_EQ(doc["spot"]["witness"]["tokens"], 4);
+  EXPECT_EQ(doc["witness_tokens"], 4);
+  EXPECT_EQ(run_ember("kv export -m " + q(model) + " -p " + q(kPrompt) + " --witness 300 -o " + q(dir + "/big")).rc, 2);
 }
 
 TEST(StoreProof, AFlippedByteInAChunkNamesTheBlock) {
