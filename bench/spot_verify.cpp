@@ -2,15 +2,26 @@
 // seal agrees with their bytes (a store or serde that re-sealed what it handed back), for the
 // six classes of docs/results/spot-verify.md, at K = 1, 2, 4, 8 from one K = 8 draw (the K
 // positions of spot_positions(P, K, seed) are a subset of those for 8: the same Fisher-Yates
-// prefix). Ground truth: a corruption counts when any logit of the 16-token continuation
-// (the resume token, then the clean run's greedy tokens, teacher-forced) differs bit for bit
-// from the clean cache's. The cost is the spot check's time as a fraction of the prefill of
-// the same P tokens, measured in this run.
+// prefix), each without and with the witness (kv/witness.h: 16 tokens of greedy continuation,
+// their logits and per-layer attention output hashed in f32).
 //
-//   bench_spot_verify MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS [REPS]]
-// Prints one JSON object per line: {"class", "trials", "changed", "detected": {"1":..}} and a
-// final {"clean": ...} line with false alarms and costs. EMBER_SIMD chooses the path.
+// Two ground truths, each "any logit of a 16-token teacher-forced continuation differs bit for
+// bit from the clean cache's":
+//   greedy: the resume token, then the clean run's greedy tokens. These are the witness's own
+//           tokens, so the witness sees every such change by construction; the figure says
+//           what the rows alone see.
+//   text:   the 16 tokens that follow the prefix in the prompt file: a continuation the
+//           witness never saw, the honest measure of what it generalizes to.
+// The cost is the spot check's time (rows and witness) as a fraction of the prefill of the same
+// P tokens, measured in this run.
+//
+//   bench_spot_verify MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS [REPS [CLASSES]]]
+// CLASSES: a comma-separated subset of the six (default all). Prints one JSON object per line
+// per class and a final {"clean": ...} line with false alarms and costs. EMBER_SIMD chooses the
+// path.
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -22,6 +33,7 @@
 #include "analysis/kv_quantize.h"
 #include "kv/recompute_rows.h"
 #include "kv/spot_check.h"
+#include "kv/witness.h"
 #include "model/engine.h"
 #include "model/generate.h"
 #include "tokenizer/tokenizer.h"
@@ -36,14 +48,15 @@ namespace {
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 struct Prefill {
-  kv::SnapshotManifest m;  // prefix, resume and boundary logits hash: all the check reads
+  kv::SnapshotManifest m;     // prefix, resume, boundary logits hash and witness: all the check reads
+  kv::SnapshotManifest rows;  // the same without the witness: what the rows alone see
   model::KvCache cache;
-  std::vector<int32_t> next;  // resume token + 15 greedy tokens of the clean run
-  std::vector<float> logits;  // their 16 x vocab logits (teacher-forced, clean)
+  std::vector<int32_t> text;        // the 16 tokens after the prefix in the prompt file
+  std::vector<float> text_logits;   // their 16 x vocab logits (teacher-forced, clean)
   double seconds = 0;
 };
 
-Prefill prefill(model::Engine& e, const std::vector<int32_t>& tokens) {
+Prefill prefill(model::Engine& e, const std::vector<int32_t>& tokens, std::vector<int32_t> text) {
   Prefill p;
   const int P = int(tokens.size());
   p.m.geometry = {e.config().n_layers, e.config().n_kv_heads, e.config().head_dim, P};
@@ -54,23 +67,22 @@ Prefill prefill(model::Engine& e, const std::vector<int32_t>& tokens) {
   p.seconds = seconds_since(t);
   p.m.proof.boundary_logits_sha256 = kv::logits_hash(boundary);
   p.m.resume.token = model::argmax(boundary.data(), int(boundary.size()));
-  // The clean continuation: greedy tokens, then their logits teacher-forced in one pass.
+  p.rows = p.m;
+  kv::Witness w = kv::record_witness(e, p.cache, p.m.resume.token, 16);
+  p.m.proof.witness_tokens = w.tokens;
+  p.m.proof.witness_logits_sha256 = w.logits_sha256;
+  p.m.proof.witness_attention_sha256 = w.attention_sha256;
+  p.text = std::move(text);
   model::KvCache c = p.cache.copy();
-  p.next.push_back(p.m.resume.token);
-  for (int i = 1; i < 16; ++i) {
-    const std::vector<float> l = e.forward(c, std::span<const int32_t>(&p.next.back(), 1));
-    p.next.push_back(model::argmax(l.data(), int(l.size())));
-  }
-  model::KvCache c2 = p.cache.copy();
-  p.logits = e.forward(c2, p.next, nullptr, /*all_logits=*/true);
+  p.text_logits = e.forward(c, p.text, nullptr, /*all_logits=*/true);
   return p;
 }
 
-// Whether any logit of the teacher-forced continuation differs from the clean one.
-bool changes_continuation(model::Engine& e, const Prefill& clean, const model::KvCache& bad) {
+// Whether any logit of the teacher-forced text continuation differs from the clean one.
+bool changes_text(model::Engine& e, const Prefill& clean, const model::KvCache& bad) {
   model::KvCache c = bad.copy();
-  const std::vector<float> l = e.forward(c, clean.next, nullptr, true);
-  return std::memcmp(l.data(), clean.logits.data(), l.size() * sizeof(float)) != 0;
+  const std::vector<float> l = e.forward(c, clean.text, nullptr, true);
+  return std::memcmp(l.data(), clean.text_logits.data(), l.size() * sizeof(float)) != 0;
 }
 
 void swap_rows(model::KvCache& c, int a, int b) {
@@ -94,9 +106,10 @@ void copy_rows(const model::KvCache& from, model::KvCache& to, int p0, int p1) {
 
 int main(int argc, char** argv) {
   if (argc < 7) {
-    std::fprintf(stderr, "usage: %s MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS [REPS]]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS [REPS [CLASSES]]]\n", argv[0]);
     return 2;
   }
+  const std::string only = argc > 9 ? argv[9] : "";
   const int P = std::atoi(argv[4]), trials = std::atoi(argv[5]);
   const uint64_t seed = std::strtoull(argv[6], nullptr, 10);
   const int threads = argc > 7 ? std::atoi(argv[7]) : 1;
@@ -109,12 +122,14 @@ int main(int argc, char** argv) {
   std::stringstream ss;
   ss << in.rdbuf();
   std::vector<int32_t> all = tok->encode(ss.str(), true);
-  while (int(all.size()) < 2 * P + 1) all.insert(all.end(), all.begin() + 1, all.end());
+  while (int(all.size()) < 2 * P + 17) all.insert(all.end(), all.begin() + 1, all.end());
   const std::vector<int32_t> a(all.begin(), all.begin() + P);
   std::vector<int32_t> b(all.begin() + P, all.begin() + 2 * P);
   b[0] = a[0];
-  const Prefill clean = prefill(e, a);
-  const Prefill other = prefill(e, b);
+  const Prefill clean = prefill(e, a, std::vector<int32_t>(all.begin() + P, all.begin() + P + 16));
+  const Prefill other = prefill(e, b, std::vector<int32_t>(all.begin() + 2 * P, all.begin() + 2 * P + 16));
+  std::fprintf(stderr, "# prefill of %d tokens: %.1f s; witness tokens match the text's first: %s\n", P,
+               clean.seconds, clean.m.proof.witness_tokens[0] == clean.text[0] ? "yes" : "no");
   model::KvCache derived_cache = ed.new_cache(P);
   ed.forward(derived_cache, a);
 
@@ -123,7 +138,10 @@ int main(int argc, char** argv) {
   const int blocks = P / 16;
   const char* classes[] = {"flip", "swap", "other-prompt", "derived-model", "q4_0", "truncated-tail"};
   for (const char* cls : classes) {
-    int changed = 0, detected[4] = {0, 0, 0, 0}, unchanged_flagged = 0;
+    if (!only.empty() && ("," + only + ",").find("," + std::string(cls) + ",") == std::string::npos) continue;
+    // [ground truth: greedy, text][check: rows, rows + witness][K index]
+    int changed[2] = {0, 0}, detected[2][2][4] = {}, unchanged_flagged = 0, witness_layer_right = 0, witness_named = 0;
+    const auto t_class = Clock::now();
     for (int t = 0; t < trials; ++t) {
       model::KvCache bad = clean.cache.copy();
       const std::string c = cls;
@@ -162,28 +180,64 @@ int main(int argc, char** argv) {
             }
       }
       bad.n_pos = P;
-      const bool matters = changes_continuation(e, clean, bad);
-      const kv::SpotReport r = kv::spot_check(e, clean.m, bad, 8, seed * 1000003 + uint64_t(t));
+      // The witness run once (it is also the greedy ground truth: its logits are the greedy
+      // continuation's), the rows through the check without it.
+      const kv::Witness w = kv::run_witness(e, bad, clean.m.proof.witness_tokens);
+      int first_layer = -1;
+      for (size_t l = 0; l < w.attention_sha256.size(); ++l)
+        if (w.attention_sha256[l] != clean.m.proof.witness_attention_sha256[l]) {
+          first_layer = int(l);
+          break;
+        }
+      const bool witness_differs = first_layer >= 0 || w.logits_sha256 != clean.m.proof.witness_logits_sha256;
+      const bool matters[2] = {w.logits_sha256 != clean.m.proof.witness_logits_sha256, changes_text(e, clean, bad)};
+      const kv::SpotReport r = kv::spot_check(e, clean.rows, bad, 8, seed * 1000003 + uint64_t(t));
       const int ks[4] = {1, 2, 4, 8};
       for (int i = 0; i < 4; ++i) {
         const std::vector<int> sub = kv::spot_positions(P, ks[i], seed * 1000003 + uint64_t(t));
-        bool caught = false;
+        bool rows = false;
         for (const kv::SpotPosition& sp : r.positions)
-          if (sp.diff && std::find(sub.begin(), sub.end(), sp.position) != sub.end()) caught = true;
-        caught = caught || r.logits == "differs" || !r.resume_ok;  // the last position is in every K
-        if (matters && caught) ++detected[i];
-        if (!matters && caught && i == 3) ++unchanged_flagged;
+          if (sp.diff && std::find(sub.begin(), sub.end(), sp.position) != sub.end()) rows = true;
+        rows = rows || r.logits == "differs" || !r.resume_ok;  // the last position is in every K
+        for (int g = 0; g < 2; ++g) {
+          if (matters[g] && rows) ++detected[g][0][i];
+          if (matters[g] && (rows || witness_differs)) ++detected[g][1][i];
+        }
+        if (!matters[0] && !matters[1] && (rows || witness_differs) && i == 3) ++unchanged_flagged;
       }
-      if (matters) ++changed;
+      for (int g = 0; g < 2; ++g) changed[g] += matters[g];
+      // A flip is in one layer: the witness must name it.
+      if (std::string(cls) == "flip" && first_layer >= 0) {
+        ++witness_named;
+        const int l = first_layer;
+        const size_t row_bytes = 2 * size_t(bad.head_dim);
+        bool in_layer = false;
+        for (int h = 0; h < bad.n_kv_heads && !in_layer; ++h)
+          for (int p = 0; p < P && !in_layer; ++p)
+            in_layer = std::memcmp(bad.k_row(l, h, p), clean.cache.k_row(l, h, p), row_bytes) != 0 ||
+                       std::memcmp(bad.v_row(l, h, p), clean.cache.v_row(l, h, p), row_bytes) != 0;
+        witness_layer_right += in_layer;
+      }
+      if ((t + 1) % 50 == 0)
+        std::fprintf(stderr, "# %s: %d/%d trials, %.0f s\n", cls, t + 1, trials, seconds_since(t_class));
     }
-    std::printf("{\"class\":\"%s\",\"trials\":%d,\"changed\":%d,\"detected\":{\"1\":%d,\"2\":%d,\"4\":%d,\"8\":%d},"
-                "\"flagged_without_change_k8\":%d}\n",
-                cls, trials, changed, detected[0], detected[1], detected[2], detected[3], unchanged_flagged);
+    auto ks_json = [](const int* d) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "{\"1\":%d,\"2\":%d,\"4\":%d,\"8\":%d}", d[0], d[1], d[2], d[3]);
+      return std::string(buf);
+    };
+    std::printf("{\"class\":\"%s\",\"trials\":%d,\"seconds\":%.1f,"
+                "\"greedy\":{\"changed\":%d,\"rows\":%s,\"rows_witness\":%s},"
+                "\"text\":{\"changed\":%d,\"rows\":%s,\"rows_witness\":%s},"
+                "\"flagged_without_change_k8\":%d,\"witness_layer_named\":%d,\"witness_layer_right\":%d}\n",
+                cls, trials, seconds_since(t_class), changed[0], ks_json(detected[0][0]).c_str(),
+                ks_json(detected[0][1]).c_str(), changed[1], ks_json(detected[1][0]).c_str(),
+                ks_json(detected[1][1]).c_str(), unchanged_flagged, witness_named, witness_layer_right);
     std::fflush(stdout);
   }
   // Clean caches: false alarms and the check's cost against the prefill, alternated.
   int alarms = 0;
-  double spot_s[4] = {0, 0, 0, 0}, prefill_s = 0;
+  double spot_s[4] = {0, 0, 0, 0}, rows_s[4] = {0, 0, 0, 0}, prefill_s = 0;
   for (int rep = 0; rep < reps; ++rep) {
     model::KvCache c = e.new_cache(P);
     const auto t = Clock::now();
@@ -194,12 +248,18 @@ int main(int argc, char** argv) {
       const auto t2 = Clock::now();
       const kv::SpotReport r = kv::spot_check(e, clean.m, c, ks[i], uint64_t(rep));
       spot_s[i] += seconds_since(t2);
-      if (!r.ok()) ++alarms;
+      if (!r.ok() || r.witness != "ok") ++alarms;
+      const auto t3 = Clock::now();
+      const kv::SpotReport rr = kv::spot_check(e, clean.rows, c, ks[i], uint64_t(rep));
+      rows_s[i] += seconds_since(t3);
+      if (!rr.ok()) ++alarms;
     }
   }
   std::printf("{\"clean\":{\"simd\":\"%s\",\"threads\":%d,\"P\":%d,\"checks\":%d,\"false_alarms\":%d,"
-              "\"prefill_s\":%.6f,\"cost\":{\"1\":%.5f,\"2\":%.5f,\"4\":%.5f,\"8\":%.5f}}}\n",
-              simd_name(active_simd()), threads, P, 4 * reps, alarms, prefill_s / reps, spot_s[0] / prefill_s,
-              spot_s[1] / prefill_s, spot_s[2] / prefill_s, spot_s[3] / prefill_s);
+              "\"prefill_s\":%.6f,\"cost\":{\"1\":%.5f,\"2\":%.5f,\"4\":%.5f,\"8\":%.5f},"
+              "\"cost_rows_only\":{\"1\":%.5f,\"2\":%.5f,\"4\":%.5f,\"8\":%.5f}}}\n",
+              simd_name(active_simd()), threads, P, 8 * reps, alarms, prefill_s / reps, spot_s[0] / prefill_s,
+              spot_s[1] / prefill_s, spot_s[2] / prefill_s, spot_s[3] / prefill_s, rows_s[0] / prefill_s,
+              rows_s[1] / prefill_s, rows_s[2] / prefill_s, rows_s[3] / prefill_s);
   return 0;
 }

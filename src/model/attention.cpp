@@ -212,6 +212,11 @@ void Engine::Impl::attend(int layer, std::span<const Segment> segs, int n_rows, 
           qi += group_n;
         }
       }
+      if (hooks && hooks->on_scores)
+        for (int h = h0; h < h1; ++h)
+          for (int t = t0; t < t1; ++t)
+            hooks->on_scores(layer, h, pos0 + t, scores.data() + (size_t(h - h0) * nt + size_t(t - t0)) * P,
+                             pos0 + t + 1);
       // The softmax of each query over its whole row (a head's rows together, ops::softmax_rows
       // overlaps their chains), the probabilities in f16 (like the cached values they weigh),
       // and the output rows cleared.

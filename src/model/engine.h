@@ -47,6 +47,11 @@ struct ForwardHooks {
                      const float* v)> on_kv;
   // [n][n_embd]: the attention output after the O-projection (before the residual add).
   std::function<void(int layer, int pos0, int n, const float* attn_out)> on_attn_out;
+  // The raw scores of query head `head` at position `pos` over keys [0, len) (len = pos + 1):
+  // q (in f16) . k_j * scale in f32, before the softmax, whose f16 probabilities can hide a
+  // changed key. Called from pool threads, each (layer, head, pos) once per forward pass: it
+  // must only write state of its own (kv/witness.h hashes them).
+  std::function<void(int layer, int head, int pos, const float* scores, int len)> on_scores;
   // [n][n_embd]: the residual stream entering layer `boundary` (boundary == n_layers: the
   // output of the last layer, before the final norm).
   std::function<void(int boundary, int pos0, int n, const float* residual)> on_residual;
