@@ -2,7 +2,7 @@
 // seal agrees with their bytes (a store or serde that re-sealed what it handed back), for the
 // six classes of docs/results/spot-verify.md, at K = 1, 2, 4, 8 from one K = 8 draw (the K
 // positions of spot_positions(P, K, seed) are a subset of those for 8: the same Fisher-Yates
-// prefix), each without and with the witness (kv/witness.h: 16 tokens of greedy continuation,
+// prefix), each without and with the witness (kv/witness.h: W tokens of greedy continuation,
 // their logits and per-layer attention output hashed in f32).
 //
 // Two ground truths, each "any logit of a 16-token teacher-forced continuation differs bit for
@@ -15,8 +15,9 @@
 // The cost is the spot check's time (rows and witness) as a fraction of the prefill of the same
 // P tokens, measured in this run.
 //
-//   bench_spot_verify MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS [REPS [CLASSES]]]
-// CLASSES: a comma-separated subset of the six (default all). Prints one JSON object per line
+//   bench_spot_verify MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS [REPS [CLASSES [W]]]]
+// CLASSES: a comma-separated subset of the six (default all, or "all"); W: the witness's
+// length (default 16, kv export's). Prints one JSON object per line
 // per class and a final {"clean": ...} line with false alarms and costs. EMBER_SIMD chooses the
 // path.
 #include <algorithm>
@@ -53,10 +54,12 @@ struct Prefill {
   model::KvCache cache;
   std::vector<int32_t> text;        // the 16 tokens after the prefix in the prompt file
   std::vector<float> text_logits;   // their 16 x vocab logits (teacher-forced, clean)
+  std::vector<int32_t> greedy;      // the resume token and 15 greedy tokens (a witness of 16's)
+  std::vector<float> greedy_logits;
   double seconds = 0;
 };
 
-Prefill prefill(model::Engine& e, const std::vector<int32_t>& tokens, std::vector<int32_t> text) {
+Prefill prefill(model::Engine& e, const std::vector<int32_t>& tokens, std::vector<int32_t> text, int witness) {
   Prefill p;
   const int P = int(tokens.size());
   p.m.geometry = {e.config().n_layers, e.config().n_kv_heads, e.config().head_dim, P};
@@ -68,21 +71,25 @@ Prefill prefill(model::Engine& e, const std::vector<int32_t>& tokens, std::vecto
   p.m.proof.boundary_logits_sha256 = kv::logits_hash(boundary);
   p.m.resume.token = model::argmax(boundary.data(), int(boundary.size()));
   p.rows = p.m;
-  kv::Witness w = kv::record_witness(e, p.cache, p.m.resume.token, 16);
+  kv::Witness w = kv::record_witness(e, p.cache, p.m.resume.token, witness);
   p.m.proof.witness_tokens = w.tokens;
   p.m.proof.witness_logits_sha256 = w.logits_sha256;
   p.m.proof.witness_attention_sha256 = w.attention_sha256;
   p.text = std::move(text);
   model::KvCache c = p.cache.copy();
   p.text_logits = e.forward(c, p.text, nullptr, /*all_logits=*/true);
+  p.greedy = witness == 16 ? w.tokens : kv::record_witness(e, p.cache, p.m.resume.token, 16).tokens;
+  model::KvCache c2 = p.cache.copy();
+  p.greedy_logits = e.forward(c2, p.greedy, nullptr, /*all_logits=*/true);
   return p;
 }
 
-// Whether any logit of the teacher-forced text continuation differs from the clean one.
-bool changes_text(model::Engine& e, const Prefill& clean, const model::KvCache& bad) {
+// Whether any logit of a teacher-forced continuation differs from the clean one.
+bool changes(model::Engine& e, const model::KvCache& bad, const std::vector<int32_t>& tokens,
+             const std::vector<float>& clean_logits) {
   model::KvCache c = bad.copy();
-  const std::vector<float> l = e.forward(c, clean.text, nullptr, true);
-  return std::memcmp(l.data(), clean.text_logits.data(), l.size() * sizeof(float)) != 0;
+  const std::vector<float> l = e.forward(c, tokens, nullptr, true);
+  return std::memcmp(l.data(), clean_logits.data(), l.size() * sizeof(float)) != 0;
 }
 
 void swap_rows(model::KvCache& c, int a, int b) {
@@ -106,10 +113,11 @@ void copy_rows(const model::KvCache& from, model::KvCache& to, int p0, int p1) {
 
 int main(int argc, char** argv) {
   if (argc < 7) {
-    std::fprintf(stderr, "usage: %s MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS [REPS [CLASSES]]]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL DERIVED PROMPTS.txt P TRIALS SEED [THREADS [REPS [CLASSES [W]]]]\n", argv[0]);
     return 2;
   }
-  const std::string only = argc > 9 ? argv[9] : "";
+  const std::string only = argc > 9 && std::string(argv[9]) != "all" ? argv[9] : "";
+  const int witness_length = argc > 10 ? std::atoi(argv[10]) : kv::kDefaultWitnessLength;
   const int P = std::atoi(argv[4]), trials = std::atoi(argv[5]);
   const uint64_t seed = std::strtoull(argv[6], nullptr, 10);
   const int threads = argc > 7 ? std::atoi(argv[7]) : 1;
@@ -126,8 +134,8 @@ int main(int argc, char** argv) {
   const std::vector<int32_t> a(all.begin(), all.begin() + P);
   std::vector<int32_t> b(all.begin() + P, all.begin() + 2 * P);
   b[0] = a[0];
-  const Prefill clean = prefill(e, a, std::vector<int32_t>(all.begin() + P, all.begin() + P + 16));
-  const Prefill other = prefill(e, b, std::vector<int32_t>(all.begin() + 2 * P, all.begin() + 2 * P + 16));
+  const Prefill clean = prefill(e, a, std::vector<int32_t>(all.begin() + P, all.begin() + P + 16), witness_length);
+  const Prefill other = prefill(e, b, std::vector<int32_t>(all.begin() + 2 * P, all.begin() + 2 * P + 16), witness_length);
   std::fprintf(stderr, "# prefill of %d tokens: %.1f s; witness tokens match the text's first: %s\n", P,
                clean.seconds, clean.m.proof.witness_tokens[0] == clean.text[0] ? "yes" : "no");
   model::KvCache derived_cache = ed.new_cache(P);
@@ -180,7 +188,7 @@ int main(int argc, char** argv) {
             }
       }
       bad.n_pos = P;
-      // The witness run once (it is also the greedy ground truth: its logits are the greedy
+      // The witness run once (with W = 16 it is also the greedy ground truth: its logits are the
       // continuation's), the rows through the check without it.
       const kv::Witness w = kv::run_witness(e, bad, clean.m.proof.witness_tokens);
       int first_layer = -1;
@@ -190,7 +198,9 @@ int main(int argc, char** argv) {
           break;
         }
       const bool witness_differs = first_layer >= 0 || w.logits_sha256 != clean.m.proof.witness_logits_sha256;
-      const bool matters[2] = {w.logits_sha256 != clean.m.proof.witness_logits_sha256, changes_text(e, clean, bad)};
+      const bool matters[2] = {witness_length == 16 ? w.logits_sha256 != clean.m.proof.witness_logits_sha256
+                                                    : changes(e, bad, clean.greedy, clean.greedy_logits),
+                               changes(e, bad, clean.text, clean.text_logits)};
       const kv::SpotReport r = kv::spot_check(e, clean.rows, bad, 8, seed * 1000003 + uint64_t(t));
       const int ks[4] = {1, 2, 4, 8};
       for (int i = 0; i < 4; ++i) {

@@ -386,6 +386,38 @@ class ServeSharedStore(unittest.TestCase):
                     s.stop()
             redis.stop()
 
+    def test_store_witness_makes_a_save_spot_checkable_and_kv_exports(self):
+        # --store-witness 16 records what kv export records (its manifest differs in "producer"
+        # alone, so in the seal), and kv verify --spot runs the witness again over the stored rows.
+        from serve_fixture import MODEL
+        work = tempfile.mkdtemp(prefix="ember-serve-witness-")
+        server = None
+        p = PROMPTS[2]
+        try:
+            server = EmberServer("--store", "dir:" + work + "/s", "--store-witness", "16")
+            completion(server, p, max_tokens=2, temperature=0)
+        finally:
+            if server:
+                server.stop()
+        try:
+            def ember(*args):
+                r = subprocess.run([EMBER, *args], capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, " ".join(args) + ": " + r.stdout + r.stderr)
+                return r.stdout
+            seals = [line.split()[0] for line in ember("store", "ls", "dir:" + work + "/s").splitlines()]
+            self.assertEqual(len(seals), 1, seals)
+            ember("store", "get", "dir:" + work + "/s", seals[0], "-o", work + "/got")
+            ember("kv", "export", "-m", MODEL, "-p", p, "-o", work + "/snap")
+            saved, exported = (json.load(open(work + d + "/manifest.json")) for d in ("/got", "/snap"))
+            self.assertEqual(saved["producer"], "ember serve")
+            for m in (saved, exported):
+                del m["producer"], m["seal"]
+            self.assertEqual(saved, exported)
+            self.assertEqual(len(saved["proof"]["witness_tokens"]), 16)
+            spot = json.loads(ember("kv", "verify", work + "/got", "-m", MODEL, "--spot", "2", "--json"))
+            self.assertEqual(spot["spot"]["witness"], {"status": "ok", "tokens": 16})
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
 if __name__ == "__main__":
     unittest.main()
