@@ -149,9 +149,11 @@ int main(int argc, char** argv) {
     if (!only.empty() && ("," + only + ",").find("," + std::string(cls) + ",") == std::string::npos) continue;
     // [ground truth: greedy, text][check: rows, rows + witness][K index]
     int changed[2] = {0, 0}, detected[2][2][4] = {}, unchanged_flagged = 0, witness_layer_right = 0, witness_named = 0;
+    int text_missed_k4[2] = {0, 0};  // flips that change the text and escape K = 4 + witness: [in K, in V]
     const auto t_class = Clock::now();
     for (int t = 0; t < trials; ++t) {
       model::KvCache bad = clean.cache.copy();
+      bool flip_in_v = false;
       const std::string c = cls;
       // A run of 16..256 positions on a 16-block boundary, for the row-substitution classes.
       const int run = 16 * (1 + uniform(16));
@@ -159,7 +161,8 @@ int main(int argc, char** argv) {
       if (c == "flip") {
         for (;;) {
           const int l = uniform(bad.n_layers), h = uniform(bad.n_kv_heads), p = uniform(P), d = uniform(bad.head_dim);
-          uint16_t* x = uniform(2) ? bad.k_row(l, h, p) + d : bad.v_row(l, h, p) + d;
+          flip_in_v = uniform(2) == 0;
+          uint16_t* x = flip_in_v ? bad.v_row(l, h, p) + d : bad.k_row(l, h, p) + d;
           const uint16_t y = uint16_t(*x ^ (1u << uniform(16)));
           if ((y & 0x7c00) == 0x7c00) continue;  // a non-finite value: the readers refuse it
           *x = y;
@@ -214,6 +217,7 @@ int main(int argc, char** argv) {
           if (matters[g] && (rows || witness_differs)) ++detected[g][1][i];
         }
         if (!matters[0] && !matters[1] && (rows || witness_differs) && i == 3) ++unchanged_flagged;
+        if (i == 2 && matters[1] && !(rows || witness_differs) && std::string(cls) == "flip") ++text_missed_k4[flip_in_v];
       }
       for (int g = 0; g < 2; ++g) changed[g] += matters[g];
       // A flip is in one layer: the witness must name it.
@@ -239,10 +243,12 @@ int main(int argc, char** argv) {
     std::printf("{\"class\":\"%s\",\"trials\":%d,\"seconds\":%.1f,"
                 "\"greedy\":{\"changed\":%d,\"rows\":%s,\"rows_witness\":%s},"
                 "\"text\":{\"changed\":%d,\"rows\":%s,\"rows_witness\":%s},"
-                "\"flagged_without_change_k8\":%d,\"witness_layer_named\":%d,\"witness_layer_right\":%d}\n",
+                "\"flagged_without_change_k8\":%d,\"witness_layer_named\":%d,\"witness_layer_right\":%d,"
+                "\"text_missed_k4\":{\"k\":%d,\"v\":%d}}\n",
                 cls, trials, seconds_since(t_class), changed[0], ks_json(detected[0][0]).c_str(),
                 ks_json(detected[0][1]).c_str(), changed[1], ks_json(detected[1][0]).c_str(),
-                ks_json(detected[1][1]).c_str(), unchanged_flagged, witness_named, witness_layer_right);
+                ks_json(detected[1][1]).c_str(), unchanged_flagged, witness_named, witness_layer_right,
+                text_missed_k4[0], text_missed_k4[1]);
     std::fflush(stdout);
   }
   // Clean caches: false alarms and the check's cost against the prefill, alternated.
