@@ -38,7 +38,7 @@ if "$EMBER" kv verify "$work/snapshot-corrupt"; then echo "demo: corruption was 
 rm -rf "$work/snapshot-corrupt"
 shown+=("a flipped payload bit refused")
 echo "== ember kv validate-replay (three processes; native == concat(boundary, replay), f32 bit for bit)"
-"$EMBER" kv validate-replay --model "$model" --arch qwen2 --prompt "$prompt" -n 24 --out "$work/gate" --force \
+"$EMBER" kv validate-replay --model "$model" --arch qwen2 --prompt "$prompt" -n 24 -o "$work/gate" --force \
   --export-threads 2 --replay-threads 1 --replay-simd scalar
 shown+=("export -> replay equal to the uninterrupted run, f32 bit for bit, across processes, threads and SIMD paths")
 
@@ -50,7 +50,7 @@ echo "== ember kv compare with the model: where does the edit show, and does it 
 # Exit status 1 means a threshold failed, which is the point here: the report localizes it.
 set +e
 "$EMBER" kv compare "$work/snapshot" "$work/snapshot" --perturb "$work/zero-l0h0.json" \
-  --model "$model" --steps 4 --min-cosine 0.999 --report "$work/compare.html" --force
+  --model "$model" --steps 4 --min-cosine 0.999 --html "$work/compare.html" --force
 rc=$?
 set -e
 if [ "$rc" -ne 1 ]; then echo "demo: expected the perturbed compare to fail its threshold (exit 1), got $rc" >&2; exit 1; fi
@@ -85,7 +85,7 @@ if [ -f "$real" ]; then
   echo "== a real model (stories260K): export 'Once upon a time', replay 24 tokens, gate"
   "$EMBER" kv export --model "$real" --prompt "Once upon a time" --output "$work/stories" --force
   "$EMBER" kv replay "$work/stories" --model "$real" -n 24
-  "$EMBER" kv validate-replay --model "$real" --prompt "Once upon a time" -n 24 --out "$work/stories-gate" --force
+  "$EMBER" kv validate-replay --model "$real" --prompt "Once upon a time" -n 24 -o "$work/stories-gate" --force
   shown+=("the same on stories260K")
 fi
 

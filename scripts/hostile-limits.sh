@@ -51,7 +51,7 @@ expect threads-huge 0 30 "cores present; using" -- \
 expect threads-kv-compare-negative 2 10 "found -5" -- \
   "$EMBER" kv compare --threads -5 "$OUT" "$OUT"
 expect threads-gate-negative 2 10 "--replay-threads: thread count" -- \
-  "$EMBER" kv validate-replay --model "$STORIES" --prompt hi -n 2 --out "$OUT/gate" --replay-threads -1
+  "$EMBER" kv validate-replay --model "$STORIES" --prompt hi -n 2 -o "$OUT/gate" --replay-threads -1
 
 # --- huge -n and prompts past the context (defects 4, 5) ---
 expect n-int-max 2 10 "-n: steps: expected at most 128" -- "${run[@]}" -n 2147483647 --prompt-ids 1

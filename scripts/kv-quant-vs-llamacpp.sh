@@ -20,7 +20,7 @@ for m in stories260K synthetic/llama-gqa-s5005.F32 synthetic/qwen2-bias-s5006.F3
     for mode in in-loop prefix; do
       /usr/bin/time -f "$n $rot $mode: %e s" "$EMBER" study kv-quant --model ../shared/models/$m.gguf --prompts $TEXT \
         --chunks $c --limit 8 --mode $mode --rotation $rot --groups none --types q8_0,q5_1,q5_0,iq4_nl,q4_1,q4_0 \
-        --parts k,v,kv --threads 2 --force --json "$OUT/$n.$rot.$mode.json" > "$OUT/$n.$rot.$mode.txt"
+        --parts k,v,kv --threads 2 --force --json-out "$OUT/$n.$rot.$mode.json" > "$OUT/$n.$rot.$mode.txt"
     done
   done
 done

@@ -33,6 +33,6 @@ for arch in llama qwen2 qwen3; do
 done
 rc=0
 "$EMBER" kv matrix --models "$list" --prompts "$(dirname "$0")/replay-matrix-prompts.jsonl" -n "$N" \
-  --out "$OUT/cells" --force --json "$OUT/matrix.json" --html "$OUT/matrix.html" "$@" > "$OUT/matrix.txt" || rc=$?
+  -o "$OUT/cells" --force --json-out "$OUT/matrix.json" --html "$OUT/matrix.html" "$@" > "$OUT/matrix.txt" || rc=$?
 cat "$OUT/matrix.txt"
 exit $rc

@@ -29,7 +29,7 @@ trap 'rm -rf "$work"' EXIT
 "$ember" kv perturb --snapshot "$work/snap" --layer 1 --head 0 --part kv --zero \
   --receipt "$work/p.json" >/dev/null
 "$ember" kv compare "$work/snap" "$work/snap" --perturb "$work/p.json" --model "$work/m.gguf" \
-  --steps 12 --report "$work/compare.html" >/dev/null || true  # exit 1 = differences found
+  --steps 12 --html "$work/compare.html" >/dev/null || true  # exit 1 = differences found
 [ -s "$work/compare.html" ] || { echo "report-screenshots: kv compare wrote no report" >&2; exit 1; }
 
 if [ $# -gt 0 ]; then pages=("$work/compare.html" "$@"); else pages=("$work/compare.html" "$root"/docs/results/*.html); fi

@@ -58,7 +58,7 @@ for g in $GEOMETRIES; do
     nice -n 5 "$EMBER" study sweep --source "$base" --target "$derived" --prompt-ids "$ids" \
       --split $CAL:$EVAL --seed 1 --anchors $ANCHORS --greedy-steps 8 --repeats 1 --threads "$THREADS" \
       --fidelity-budget "$BUDGET" --budget-prompts $BP \
-      --json "$name.json" --html "$name.html" --force > "$name.txt" || rc=$?
+      --json-out "$name.json" --html "$name.html" --force > "$name.txt" || rc=$?
     cat "$name.txt"
     # Exit 1: no boundary meeting the budget beats the full prefill (the report says so).
     [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || exit "$rc"

@@ -194,7 +194,9 @@ KvQuantStudy run_kv_quant_study(model::Engine& engine,
   return st;
 }
 
-std::string KvQuantStudy::json() const {
+std::string KvQuantStudy::json() const { return json_doc().dump(2) + "\n"; }
+
+ojson KvQuantStudy::json_doc() const {
   ojson j;
   j["study"] = "kv-quant";
   j["version"] = 2;
@@ -246,7 +248,7 @@ std::string KvQuantStudy::json() const {
                     {"per_layer_head", heads}});
   }
   j["configs"] = cfgs;
-  return j.dump(2) + "\n";
+  return j;
 }
 
 std::string KvQuantStudy::table() const {

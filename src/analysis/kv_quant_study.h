@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/kv_quant_run.h"
 #include "analysis/perturb.h"
 #include "gguf/types.h"
@@ -70,6 +72,7 @@ struct KvQuantStudy {
   int64_t steps = 0;             // compared next-token distributions per config
   std::vector<KvQuantConfig> configs;
   std::string json() const;   // canonical: fixed key order, no time or host
+  nlohmann::ordered_json json_doc() const;  // the same document (printable_json for a terminal)
   std::string table() const;
   // Self-contained, inline SVG (util/html_report.h); `stamp` names the inputs, build and date.
   std::string html(const html::Stamp& stamp = {}) const;

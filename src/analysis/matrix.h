@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "kv/replay_gate.h"
 #include "kv/state.h"
 #include "model/engine.h"
@@ -149,6 +151,7 @@ struct MatrixReport {
 
   std::string table() const;  // the text table and a one-line summary (docs/matrix.md)
   std::string json() const;   // ember.kv-matrix.v1, fixed key order
+  nlohmann::ordered_json json_doc() const;  // the same document (printable_json for a terminal)
   // Self-contained page; `stamp` names the inputs, build and date (util/html_report.h).
   std::string html(const html::Stamp& stamp = {}) const;
 };

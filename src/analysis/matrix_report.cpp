@@ -154,7 +154,9 @@ std::string MatrixReport::table() const {
   return o;
 }
 
-std::string MatrixReport::json() const {
+std::string MatrixReport::json() const { return pretty_json(json_doc()); }
+
+ordered_json MatrixReport::json_doc() const {
   ordered_json j;
   j["kind"] = "ember.kv-matrix";
   j["version"] = 1;
@@ -176,7 +178,7 @@ std::string MatrixReport::json() const {
   ordered_json cs = ordered_json::array();
   for (const MatrixCell& c : cells) cs.push_back(cell_json(c));
   j["cells"] = cs;
-  return pretty_json(j);
+  return j;
 }
 
 std::string MatrixReport::html(const html::Stamp& stamp) const {

@@ -1,5 +1,5 @@
 #pragma once
-// The self-contained HTML page of `kv compare --report OUT.html` (docs/compare.md, "HTML
+// The self-contained HTML page of `kv compare --html OUT.html` (docs/compare.md, "HTML
 // report"): no network, no scripts, inline SVG only, drawn with util/html_report.h (the one
 // set of heatmap / chart / table primitives every ember report uses). One heatmap cell per
 // (layer, KV head) for each of K cosine, V cosine, K MSE and V MSE, each with a colour legend

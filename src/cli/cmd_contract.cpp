@@ -202,7 +202,7 @@ void register_contract_commands(CLI::App& app) {
   pe->add_option("-m,--model", ea->model, "GGUF model file")->required();
   pe->add_option("--tokenizer", ea->tokenizer, "Hugging Face tokenizer.json (default: the GGUF's own tokenizer)");
   pe->add_option("--allow", ea->allow, "Host tool allowlist (default: none, so a pack naming a tool is refused)");
-  pe->add_option("--output", ea->output, "Receipt file (ember.pack-eval-receipt.v1); default: stdout");
+  pe->add_option("-o,--output", ea->output, "Receipt file (ember.pack-eval-receipt.v1); default: stdout");
   pe->add_option("-n", ea->n, "Selection steps per run")->capture_default_str();
   add_threads_option(pe, ea->threads);
   pe->add_flag("--force", ea->force, "Replace an existing --output");

@@ -33,7 +33,7 @@ namespace {
 struct CompareArgs {
   std::string left, right;
   bool json = false, r2 = false, force = false, allow_non_finite = false;
-  std::string json_out, report, perturb, model, tokenizer;
+  std::string json_out, html, perturb, model, tokenizer;
   int steps = 8;
   double max_abs = 0, min_cosine = 0, max_mse = 0, min_r2 = 0;
   CLI::Option *max_abs_opt = nullptr, *min_cosine_opt = nullptr, *max_mse_opt = nullptr,
@@ -107,7 +107,7 @@ void run_compare(const CompareArgs& a) {
     fail_field("kv compare", "--steps", "1..4096", std::to_string(a.steps));
   }
   // Refuse to clobber outputs (inputs even with --force) before doing any work.
-  for (const std::string& out : {a.json_out, a.report}) {
+  for (const std::string& out : {a.json_out, a.html}) {
     refuse_output_is_input(out, {a.left, a.right, a.perturb, a.model, a.tokenizer});
     if (!out.empty() && !a.force && path_exists(out)) {
       fail_field("kv compare", "output", "a path that does not exist (or --force)", out);
@@ -145,8 +145,8 @@ void run_compare(const CompareArgs& a) {
   }
   const std::string json = analysis::report_json(report);
   if (!a.json_out.empty()) write_file_atomic(a.json_out, json, a.force);
-  if (!a.report.empty()) write_file_atomic(
-        a.report, analysis::report_html(report, report_stamp({{"LEFT", a.left}, {"RIGHT", a.right}, {"model", a.model}})),
+  if (!a.html.empty()) write_file_atomic(
+        a.html, analysis::report_html(report, report_stamp({{"LEFT", a.left}, {"RIGHT", a.right}, {"model", a.model}})),
         a.force);
   const std::string out = a.json ? json : analysis::report_table(report);
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -234,7 +234,7 @@ void register_kv_compare_commands(CLI::App& kv) {
   c->add_option("--steps", ca->steps, "Diagnostic steps K (default 8)");
   add_threads_option(c, ca->threads);
   add_past_context_flag(c, ca->allow_past_context);
-  c->add_option("--report", ca->report, "Write the self-contained HTML report");
+  c->add_option("--html", ca->html, "Write the self-contained HTML report to this file");
   c->add_flag("--force", ca->force, "Overwrite existing output files");
   c->add_flag("--allow-non-finite", ca->allow_non_finite,
               "Load caches holding NaN/Inf K/V (refused otherwise), to analyse broken caches");

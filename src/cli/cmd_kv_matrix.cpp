@@ -27,10 +27,10 @@ constexpr size_t kMaxModels = 10000;
 
 struct MatrixArgs {
   std::vector<std::string> models;
-  std::string models_file, variants = analysis::kDefaultVariants, out, json, html;
+  std::string models_file, variants = analysis::kDefaultVariants, out, json_out, html;
   PromptListArgs prompts;
   int n = 24, threads = 0, control_layer = 0, control_head = 0;
-  bool keep = false, force = false, allow_past_context = false;
+  bool keep = false, force = false, allow_past_context = false, json = false;
 };
 
 // A models list: one GGUF path a line; blank lines and lines starting with '#' are skipped;
@@ -83,16 +83,16 @@ void run(MatrixArgs& a) {
   std::vector<std::string> inputs = models;
   for (const std::string* p : {&a.models_file, &a.prompts.prompts, &a.prompts.prompt_ids, &a.prompts.chat.tokenizer_config})
     if (!p->empty()) inputs.push_back(*p);
-  for (const std::string* p : {&a.json, &a.html, &a.out}) {
+  for (const std::string* p : {&a.json_out, &a.html, &a.out}) {
     refuse_output_is_input(*p, inputs);
     if (p != &a.out && !p->empty() && !a.force && path_exists(*p))
       fail_field(kWhere, "output", "a path that does not exist (or --force)", *p);
   }
   namespace fs = std::filesystem;
   if (fs::exists(a.out) && !fs::is_directory(a.out))
-    fail_field(kWhere, "--out", "a directory", "a path that is not one: " + a.out);
+    fail_field(kWhere, "--output", "a directory", "a path that is not one: " + a.out);
   if (fs::exists(a.out) && !fs::is_empty(a.out) && !a.force)
-    fail_field(kWhere, "--out", "a directory that does not exist or is empty (or --force)", a.out);
+    fail_field(kWhere, "--output", "a directory that does not exist or is empty (or --force)", a.out);
   fs::create_directories(a.out);
 
   analysis::MatrixOptions o;
@@ -119,10 +119,10 @@ void run(MatrixArgs& a) {
     std::error_code ec;
     fs::remove(a.out + "/cells", ec);  // empty unless a cell's directory could not be removed
   }
-  const std::string table = r.table();
-  std::fwrite(table.data(), 1, table.size(), stdout);
+  const std::string printed = a.json ? printable_json(r.json_doc(), 2) + "\n" : r.table();
+  std::fwrite(printed.data(), 1, printed.size(), stdout);
   std::fflush(stdout);
-  if (!a.json.empty()) write_file_atomic(a.json, r.json(), a.force);
+  if (!a.json_out.empty()) write_file_atomic(a.json_out, r.json(), a.force);
   if (!a.html.empty()) write_file_atomic(a.html, r.html(matrix_stamp(a)), a.force);
   if (!r.ok()) {
     std::string which;
@@ -152,11 +152,12 @@ void register_kv_matrix_command(CLI::App& kv) {
   add_threads_option(c, a->threads, "threads of a role its variant does not set (default: the cores present)");
   c->add_option("--control-layer", a->control_layer, "Layer of the zeroing control (default 0)");
   c->add_option("--control-head", a->control_head, "KV head of the zeroing control (default 0)");
-  c->add_option("--out", a->out, "Directory for the cells (snapshots, logits, receipts with --keep)")->required();
+  c->add_option("-o,--output", a->out, "Directory for the cells (snapshots, logits, receipts with --keep)")->required();
   c->add_flag("--keep", a->keep, "Keep every cell's snapshot, logits and control receipt under OUT/cells/");
-  c->add_option("--json", a->json, "Write the ember.kv-matrix.v1 JSON report here");
+  c->add_flag("--json", a->json, "Print the ember.kv-matrix.v1 JSON report instead of the table");
+  c->add_option("--json-out", a->json_out, "Write the ember.kv-matrix.v1 JSON report to this file");
   c->add_option("--html", a->html, "Write the HTML report here");
-  c->add_flag("--force", a->force, "Reuse a non-empty --out and overwrite existing report files");
+  c->add_flag("--force", a->force, "Reuse a non-empty --output and overwrite existing report files");
   add_past_context_flag(c, a->allow_past_context);
   c->callback([a] { run(*a); });
 }

@@ -411,7 +411,7 @@ void add_validate_replay(CLI::App& kv) {
   f->excludes(m);
   add_chat_render_options(c, o->chat, /*with_config=*/true);
   c->add_option("-n", o->n, "selection steps of the uninterrupted run (>= 2)")->required();
-  c->add_option("--out", o->out, "directory for the logits, snapshot, logs and receipt.json")->required();
+  c->add_option("-o,--output", o->out, "directory for the logits, snapshot, logs and receipt.json")->required();
   add_threads_option(c, o->threads, "threads of every process (default: the cores present)");
   c->add_option("--native-threads", o->native_threads, "threads of the uninterrupted run");
   c->add_option("--export-threads", o->export_threads, "threads of the export");
@@ -419,7 +419,7 @@ void add_validate_replay(CLI::App& kv) {
   c->add_option("--native-simd", o->native_simd, "EMBER_SIMD of the uninterrupted run");
   c->add_option("--export-simd", o->export_simd, "EMBER_SIMD of the export");
   c->add_option("--replay-simd", o->replay_simd, "EMBER_SIMD of the replay");
-  c->add_flag("--force", o->force, "reuse an --out directory that already holds a gate run");
+  c->add_flag("--force", o->force, "reuse an --output directory that already holds a gate run");
   c->callback([o] {
     if (o->prompt.empty() && o->prompt_file.empty() && o->messages.empty())
       fail_field("validate-replay", "prompt", "--prompt TEXT, --prompt-file F or --messages CONV.json", "none");

@@ -11,6 +11,7 @@
 #include "map/study_anchor.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 namespace ember::cli {
 namespace {
@@ -39,6 +40,7 @@ void register_study(CLI::App& app) {
                                    "recompute-anchor hybrid on random model pairs");
   auto o = std::make_shared<map::AnchorStudyOptions>();
   auto json_path = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
   auto work = std::make_shared<std::string>();
   auto force = std::make_shared<bool>(false);
   ra->add_option("--seeds", o->seeds, "Model pairs (seeds)")->check(CLI::Range(1, 1000));
@@ -55,9 +57,10 @@ void register_study(CLI::App& app) {
   ra->add_option("--activation", o->activation, "swiglu | gelu (seed 001: GELU)")
       ->check(CLI::IsMember({"swiglu", "gelu"}));
   ra->add_option("--norm", o->norm, "rmsnorm | layernorm")->check(CLI::IsMember({"rmsnorm", "layernorm"}));
-  ra->add_option("--json", *json_path, "Write the JSON report here");
+  ra->add_flag("--json", *json, "Print the JSON report instead of the table");
+  ra->add_option("--json-out", *json_path, "Write the JSON report to this file");
   ra->add_option("--work-dir", *work, "Keep the generated model pairs in this directory");
-  ra->add_flag("--force", *force, "Overwrite an existing --json file");
+  ra->add_flag("--force", *force, "Overwrite an existing --json-out file");
   ra->callback([=] {
     ScratchDir scratch;
     map::AnchorStudyOptions opts = *o;
@@ -71,12 +74,16 @@ void register_study(CLI::App& app) {
     if (!json_path->empty() && !*force && path_exists(*json_path))
       fail(*json_path, "already exists; refusing to overwrite it (pass --force to replace it)");
     const map::AnchorStudyResult r = map::run_anchor_study(opts);
-    std::cout << "recompute-anchor study: " << opts.seeds << " seeds x " << opts.eval_prompts
-              << " evaluation prompts (" << opts.fit_prompts << " fit prompts per seed), " << opts.layers
-              << " layers, hidden " << opts.hidden << ", " << opts.heads << " heads, " << opts.activation << " MLP "
-              << opts.ffn << ", " << opts.norm << ", alpha " << opts.alpha << ", "
-              << "one-token decode, agreement with the target's own full prefill\n\n"
-              << r.table();
+    if (*json) {
+      std::cout << printable_json(r.to_json(), 2) << "\n";
+    } else {
+      std::cout << "recompute-anchor study: " << opts.seeds << " seeds x " << opts.eval_prompts
+                << " evaluation prompts (" << opts.fit_prompts << " fit prompts per seed), " << opts.layers
+                << " layers, hidden " << opts.hidden << ", " << opts.heads << " heads, " << opts.activation
+                << " MLP " << opts.ffn << ", " << opts.norm << ", alpha " << opts.alpha << ", "
+                << "one-token decode, agreement with the target's own full prefill\n\n"
+                << r.table();
+    }
     if (!json_path->empty()) write_file_atomic(*json_path, r.to_json().dump(2) + "\n", *force);
   });
 

@@ -146,7 +146,7 @@ void add_collect(CLI::App& m) {
   add_threads_option(c, o->threads);
   c->add_flag("--no-residual-maps", o->no_residual,
               "Keep no residual statistics (smaller; map fit --residual-maps then refuses the set)");
-  c->add_option("--output", o->output, "Calibration directory")->required();
+  c->add_option("-o,--output", o->output, "Calibration directory")->required();
   c->add_flag("--force", o->force, "Replace an existing output");
   c->callback([o] {
     refuse_output_is_input(o->output, {o->source, o->target, o->prompts.prompts, o->prompts.prompt_ids, o->tokenizer,
@@ -192,7 +192,7 @@ void add_fit(CLI::App& m) {
   c->add_option("--lambda", o->lambda, "The one declared penalty (> 0)");
   c->add_flag("--anchor-identity", o->anchor, "Penalize ||W - I||^2 instead of ||W||^2");
   c->add_flag("--residual-maps", o->residual, "Also fit residual maps at boundaries (s, L) for anchors a > s");
-  c->add_option("--output", o->output, "Mapper directory")->required();
+  c->add_option("-o,--output", o->output, "Mapper directory")->required();
   c->add_option("--receipt", o->receipt, "Bridge receipt path (default: OUTPUT.receipt.json)");
   add_relation_option(c, o->relation, "how source and target relate (required; recorded, never inferred)")->required();
   add_threads_option(c, o->threads);
@@ -269,7 +269,7 @@ void add_apply(CLI::App& m) {
   c->add_option("--snapshot", o->snapshot, "Source snapshot (directory or .kvc)")->required();
   c->add_option("--target", o->target, "Target model (GGUF): its coordinates go into the mapped cache")->required();
   c->add_option("--tokenizer", o->tokenizer, "Hugging Face tokenizer.json of the target (default: the GGUF's own)");
-  c->add_option("--output", o->output, "Mapped cache directory")->required();
+  c->add_option("-o,--output", o->output, "Mapped cache directory")->required();
   c->add_option("--receipt", o->receipt, "Bridge receipt path (default: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace an existing output");
   add_sign_flag(c, o->sign);
@@ -406,7 +406,7 @@ contract::BridgeReceipt hybrid_receipt(const Loaded& s, const Loaded& t, const m
 void add_hybrid(CLI::App& m) {
   auto* c = m.add_subcommand("hybrid", "Recompute-anchor handoff: reuse shared layers, map [s, a), recompute [a, L)");
   struct Opts {
-    std::string source, target, prompt, prompt_ids, tokenizer, mapper, output, json, receipt, registry, relation;
+    std::string source, target, prompt, prompt_ids, tokenizer, mapper, output, json_out, receipt, registry, relation;
     int anchor = -1, n = 16, threads = 1;
     bool check = false, force = false;
   };
@@ -423,14 +423,14 @@ void add_hybrid(CLI::App& m) {
   c->add_option("-n", o->n, "Tokens to generate")->check(CLI::Range(1, 1 << 16));
   add_threads_option(c, o->threads);
   c->add_flag("--check", o->check, "Also run the target's full prefill and compare (bit-exact expected at a == s)");
-  c->add_option("--output", o->output, "Write the handed-over prefix as a mapped cache (ember.kv-mapped.v1)");
-  c->add_option("--json", o->json, "Write a JSON report");
+  c->add_option("-o,--output", o->output, "Write the handed-over prefix as a mapped cache (ember.kv-mapped.v1)");
+  c->add_option("--json-out", o->json_out, "Write a JSON report to this file");
   c->add_option("--receipt", o->receipt, "Write a bridge receipt (default with --output: OUTPUT.receipt.json)");
   c->add_flag("--force", o->force, "Replace existing outputs");
   add_registry_option(c, o->registry);
   c->callback([o, prompt, prompt_ids] {
     const std::string where = "map hybrid";
-    for (const std::string& out : {o->output, o->json, o->receipt})
+    for (const std::string& out : {o->output, o->json_out, o->receipt})
       refuse_output_is_input(out, {o->source, o->target, o->mapper, o->tokenizer});
     if (prompt->count() + prompt_ids->count() == 0)
       fail_field(where, "prompt", "--prompt TEXT or --prompt-ids LIST", "neither");
@@ -484,8 +484,8 @@ void add_hybrid(CLI::App& m) {
                    out.check->same_greedy ? "identical" : "differs");
     const std::string rpath = o->receipt.empty() && !o->output.empty() ? receipt_path_for(o->output, "") : o->receipt;
     if (!rpath.empty()) contract::write_receipt(rpath, hybrid_receipt(s, t, mp.get(), out, relation), o->force);
-    if (!o->json.empty())
-      write_file_atomic(o->json, out.report(s.model->identity(), t.model->identity(), mp.get()).dump(2) + "\n", o->force);
+    if (!o->json_out.empty())
+      write_file_atomic(o->json_out, out.report(s.model->identity(), t.model->identity(), mp.get()).dump(2) + "\n", o->force);
     if (out.check && out.check->exact_hybrid_differs) throw CheckFailed{"the exact hybrid (a == s) differs from the target's full prefill"};
   });
 }

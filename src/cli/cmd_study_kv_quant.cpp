@@ -18,6 +18,7 @@
 #include "gguf/quantize.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/printable.h"
 #include "util/sha256.h"
 
 namespace ember::cli {
@@ -25,10 +26,10 @@ namespace ember::cli {
 namespace {
 
 struct KvQuantArgs {
-  std::string model, tokenizer, prompts, json, html, types, parts, rotation = "llamacpp", mode = "in-loop",
+  std::string model, tokenizer, prompts, json_out, html, types, parts, rotation = "llamacpp", mode = "in-loop",
                                                                     groups = "heads", budget, certificate, sign;
   int limit = 64, continuation = 0, top_k = 10, threads = 0, chunks = 0;
-  bool force = false;
+  bool force = false, json = false;
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -102,7 +103,10 @@ void run(const KvQuantArgs& a) {
   if (!a.certificate.empty() && !budget)
     fail_field(where, "--certificate", "a --budget to certify", "no --budget");
   if (!a.sign.empty() && a.certificate.empty()) fail_field(where, "--sign", "a --certificate to sign", "none");
-  for (const std::string* p : {&a.json, &a.html, &a.certificate}) {
+  if (budget && (a.json || !a.json_out.empty() || !a.html.empty()))
+    fail_field(where, a.json ? "--json" : a.json_out.empty() ? "--html" : "--json-out",
+               "no --budget (a budget run prints its table and writes --certificate)", "--budget");
+  for (const std::string* p : {&a.json_out, &a.html, &a.certificate}) {
     refuse_output_is_input(*p, {a.model, a.tokenizer, a.prompts, a.sign});
     if (!p->empty() && !a.force && path_exists(*p))
       fail_field(where, "output", "a path that does not exist (or --force)", *p);
@@ -124,8 +128,8 @@ void run(const KvQuantArgs& a) {
   analysis::KvQuantStudy st = analysis::run_kv_quant_study(engine, prompts.ids, o);
   st.model_path = a.model;
   st.prompts_path = a.prompts;
-  std::cout << st.table();
-  if (!a.json.empty()) write_file_atomic(a.json, st.json(), a.force);
+  std::cout << (a.json ? printable_json(st.json_doc(), 2) + "\n" : st.table());
+  if (!a.json_out.empty()) write_file_atomic(a.json_out, st.json(), a.force);
   if (!a.html.empty()) write_file_atomic(a.html, st.html(report_stamp({{"model", a.model}, {"prompts", a.prompts}})), a.force);
 }
 
@@ -161,7 +165,8 @@ void register_kv_quant_study_command(CLI::App& study) {
   c->add_option("--certificate", a->certificate, "With --budget: write the sealed certificate here");
   add_sign_flag(c, a->sign);
   add_threads_option(c, a->threads);
-  c->add_option("--json", a->json, "Write the JSON report here");
+  c->add_flag("--json", a->json, "Print the JSON report instead of the table");
+  c->add_option("--json-out", a->json_out, "Write the JSON report to this file");
   c->add_option("--html", a->html, "Write the HTML report here");
   c->add_flag("--force", a->force, "Overwrite existing report files");
   c->callback([a] { run(*a); });

@@ -15,6 +15,7 @@
 #include "map/sweep.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/printable.h"
 
 namespace ember::cli {
 
@@ -25,6 +26,7 @@ void register_sweep_command(CLI::App& study) {
   auto o = std::make_shared<map::SweepOptions>();
   auto split = std::make_shared<std::string>("320:80");
   auto json_path = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
   auto html_path = std::make_shared<std::string>();
   auto force = std::make_shared<bool>(false);
   c->add_option("--source", o->source_path, "Source model (GGUF)")->required();
@@ -45,7 +47,8 @@ void register_sweep_command(CLI::App& study) {
                 "quantization-boundary | same-base | cross-model, as map fit --relation (default: "
                 "quantization-boundary if the tensor types differ, else cross-model)")
       ->check(CLI::IsMember({kv::kRelations[0], kv::kRelations[1], kv::kRelations[2]}));
-  c->add_option("--json", *json_path, "Write the JSON report here");
+  c->add_flag("--json", *json, "Print the JSON report instead of the table");
+  c->add_option("--json-out", *json_path, "Write the JSON report to this file");
   c->add_option("--html", *html_path, "Write the HTML report (inline SVG plots) here");
   c->add_flag("--force", *force, "Overwrite existing report files");
   c->add_option("--anchors", o->anchors, "The anchors a swept, comma-separated, each in [s, L] (default: all)")
@@ -106,7 +109,7 @@ void register_sweep_command(CLI::App& study) {
       }
     } remove{scratch};
     const map::SweepResult r = map::run_sweep(opts);
-    std::cout << r.table();
+    std::cout << (*json ? printable_json(r.to_json(), 2) + "\n" : r.table());
     if (!json_path->empty()) write_file_atomic(*json_path, r.to_json().dump(2) + "\n", *force);
     if (!html_path->empty()) write_file_atomic(*html_path,
                                                    r.html(report_stamp({{"source", o->source_path},

@@ -15,6 +15,10 @@ struct CheckFailed {
 // The producer named in the artifacts the commands write (manifests, receipts, store entries).
 inline constexpr const char* kProducer = "ember 0.1.0";
 
+// The whole command tree on `app` (cli/app.cpp): what the executable parses and what the
+// tests walk to check every command's flags.
+void build_app(CLI::App& app);
+
 void register_model_commands(CLI::App& app);        // ember model inspect|quantize|synth
 void register_model_import_hf(CLI::App& model);     // ember model import-hf
 void register_tokenize_commands(CLI::App& app);     // ember tokenize|detokenize

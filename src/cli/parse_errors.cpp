@@ -86,6 +86,44 @@ std::string typo_message(const CLI::App& root) {
   return "";
 }
 
+bool has_flag(const CLI::App& app, const std::string& name) { return app.get_option_no_throw(name) != nullptr; }
+
+// Flags renamed so that a name means one thing on every command (docs/cli-run.md, "One meaning
+// per flag name"): the old spelling, the option that replaced it, and how to write that one.
+struct Renamed {
+  const char* old_name;
+  const char* new_name;
+  const char* usage;
+};
+constexpr Renamed kRenamed[] = {{"--out", "--output", "-o/--output PATH"}, {"--report", "--html", "--html FILE"}};
+
+// The message for an old spelling of a renamed flag in the deepest command parsed; "" when
+// there is none. `args` is the command line as parsed. `--json FILE` was a report path on
+// the commands that now write it with --json-out: the FILE is what CLI11 could not place (or
+// it came as --json=FILE), since --json there is a flag or no flag at all.
+std::string renamed_flag_message(const CLI::App& root, const std::vector<std::string>& args) {
+  const CLI::App& leaf = deepest_parsed(root);
+  if (&leaf == &root) return "";
+  const std::string where = command_path(leaf).substr(std::string("ember ").size());
+  const std::vector<std::string> extra = leaf.remaining();
+  auto unplaced = [&](const std::string& a) { return std::find(extra.begin(), extra.end(), a) != extra.end(); };
+  const bool json_flag = has_flag(leaf, "--json");
+  if (has_flag(leaf, "--json-out"))
+    for (size_t i = 1; i < args.size(); ++i) {
+      if (args[i].rfind("--json=", 0) == 0 ||
+          (args[i] == "--json" && json_flag && i + 1 < args.size() && args[i + 1][0] != '-' && unplaced(args[i + 1])))
+        return where + ": --json takes no file here: write the report with --json-out FILE";
+      if (args[i] == "--json" && !json_flag)
+        return where + ": --json is not a flag here: write the JSON report with --json-out FILE";
+    }
+  for (const std::string& arg : extra) {
+    const std::string name = arg.substr(0, arg.find('='));
+    for (const Renamed& r : kRenamed)
+      if (name == r.old_name && has_flag(leaf, r.new_name)) return where + ": " + name + " is now " + r.usage;
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string closest_name(const std::string& typed, const std::vector<std::string>& candidates) {
@@ -113,9 +151,10 @@ std::vector<std::string> expand_help_command(const CLI::App& app, std::vector<st
   return out;
 }
 
-int report_parse_error(CLI::App& app, const CLI::ParseError& e) {
+int report_parse_error(CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& args) {
   if (e.get_exit_code() == 0) return app.exit(e);  // --help, --help-all, --version
-  std::string msg = typo_message(app);
+  std::string msg = renamed_flag_message(app, args);
+  if (msg.empty()) msg = typo_message(app);
   // A validator's message (cli/limits.h) already says expected and found; others ("FILE is
   // required", "Could not convert") point to the command's help.
   if (msg.empty() && dynamic_cast<const CLI::ValidationError*>(&e) != nullptr) msg = e.what();

@@ -24,7 +24,9 @@ std::vector<std::string> expand_help_command(const CLI::App& app, std::vector<st
 // an unknown command or flag left over in the deepest command parsed, with its closest
 // match, takes precedence over CLI11's own message (a typo is usually why a required flag
 // then looks missing); else CLI11's message, prefixed, and but for a validator's message
-// pointing to the command's --help. Returns 2.
-int report_parse_error(CLI::App& app, const CLI::ParseError& e);
+// pointing to the command's --help. Before both, an old spelling of a renamed flag (`--out`,
+// `--report`, `--json FILE` where --json-out writes the file) is named with the flag that
+// replaced it. `args` is the command line app.parse was given. Returns 2.
+int report_parse_error(CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& args);
 
 }  // namespace ember::cli

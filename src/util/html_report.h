@@ -1,6 +1,6 @@
 #pragma once
 // The one way ember draws a report page: the building blocks every HTML report uses
-// (`kv compare --report`, `study kv-quant --html`, `study sweep --html`), so the pages share
+// (`--html FILE` of kv compare, kv matrix, study kv-quant and study sweep), so the pages share
 // one look, one colour scale and one set of guarantees.
 //
 // Design goals: self-contained pages (inline CSS and SVG; no script, no network reference,

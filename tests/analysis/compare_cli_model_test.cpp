@@ -72,7 +72,7 @@ TEST(CompareCliModel, SelfZeroAndScaleOneOnStories) {
   ASSERT_EQ(run_ember("kv perturb --snapshot " + q(a) + " --layer 0 --head 0 --part kv --zero --receipt " +
                       q(dir + "/z.json")).rc, 0);
   r = run_ember("kv compare --json --max-abs 0 " + q(a) + " " + q(a) + " --perturb " + q(dir + "/z.json") +
-                " --model " + q(model) + " --steps 4 --report " + q(dir + "/z.html"));
+                " --model " + q(model) + " --steps 4 --html " + q(dir + "/z.html"));
   EXPECT_EQ(r.rc, 1) << r.out;
   rep = parse_report(r);
   for (const json& h : rep["heads"]) {

@@ -190,7 +190,7 @@ TEST(CompareCli, WritesJsonAndHtmlFilesWithoutOverwriting) {
   const std::string b = write(test::make_snapshot(3, 2, 8, 5, 1), "b");
   const std::string dir = test::temp_dir("outputs");
   ASSERT_EQ(run_ember("kv compare " + q(a) + " " + q(b) + " --json-out " + q(dir + "/r.json") +
-                      " --report " + q(dir + "/r.html")).rc, 0);
+                      " --html " + q(dir + "/r.html")).rc, 0);
   EXPECT_EQ(json::parse(read_file(dir + "/r.json"))["result"], "pass");
   std::string out;
   ASSERT_EQ(test::run_command("/usr/bin/python3 " + std::string(EMBER_SOURCE_DIR) +
@@ -199,8 +199,8 @@ TEST(CompareCli, WritesJsonAndHtmlFilesWithoutOverwriting) {
   EXPECT_TRUE(c["problems"].empty()) << out;
   EXPECT_EQ(c["unique_cells"]["k.cosine"], 6);
   test::expect_report_stamp(read_file(dir + "/r.html"), {a, b});
-  EXPECT_EQ(run_ember("kv compare " + q(a) + " " + q(b) + " --report " + q(dir + "/r.html")).rc, 2);
-  EXPECT_EQ(run_ember("kv compare " + q(a) + " " + q(b) + " --report " + q(dir + "/r.html") + " --force").rc, 0);
+  EXPECT_EQ(run_ember("kv compare " + q(a) + " " + q(b) + " --html " + q(dir + "/r.html")).rc, 2);
+  EXPECT_EQ(run_ember("kv compare " + q(a) + " " + q(b) + " --html " + q(dir + "/r.html") + " --force").rc, 0);
 }
 
 }  // namespace

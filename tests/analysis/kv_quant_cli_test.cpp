@@ -59,7 +59,7 @@ TEST(KvQuantCli, StudyWritesItsReportsAndRefusesToOverwrite) {
   const std::string prompts = test::shared_path("models/prompts-stories-kjv.txt");
   const std::string dir = test::temp_dir("kvq-study");
   const std::string args = "study kv-quant --model " + q(model) + " --prompts " + q(prompts) +
-                           " --limit 3 --continuation 4 --types q8_0,iq4_nl --parts kv --json " +
+                           " --limit 3 --continuation 4 --types q8_0,iq4_nl --parts kv --json-out " +
                            q(dir + "/s.json") + " --html " + q(dir + "/s.html");
   const test::CliRun r = run_ember(args);
   ASSERT_EQ(r.rc, 0) << r.out;

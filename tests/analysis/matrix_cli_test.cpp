@@ -52,8 +52,8 @@ TEST(MatrixCli, SmallMatrixPassesWithJsonAndHtml) {
   const std::string stories = shared_path("models/stories260K.gguf");
   const std::string synth = synth_qwen2(dir);
   const CliRun r = run_ember("kv matrix --model " + stories + " --model " + synth + " --prompts " +
-                             prompts_file(dir) + " --variants 't1;t2-1-2,simd=scalar/default/scalar' -n 4 --out " +
-                             dir + "/out --keep --json " + dir + "/m.json --html " + dir + "/m.html");
+                             prompts_file(dir) + " --variants 't1;t2-1-2,simd=scalar/default/scalar' -n 4 -o " +
+                             dir + "/out --keep --json-out " + dir + "/m.json --html " + dir + "/m.html");
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("kv matrix: 8 passed, 0 failed, 0 errors, 0 skipped (8 cells = 2 models x 2 prompts x 2 "
                        "variants, N=4"),
@@ -102,15 +102,15 @@ TEST(MatrixCli, SmallMatrixPassesWithJsonAndHtml) {
   ASSERT_EQ(run_command("/usr/bin/python3 " + std::string(EMBER_SOURCE_DIR) + "/tests/analysis/report_html_check.py " +
                             q(dir + "/m.html"), &check), 0);
   EXPECT_EQ(nlohmann::json::parse(check)["problems"], nlohmann::json::array()) << check;  // balanced, no scripts
-  // Nothing is overwritten without --force: the reports and the non-empty --out.
+  // Nothing is overwritten without --force: the reports and the non-empty --output.
   const CliRun again = run_ember("kv matrix --model " + stories + " --prompts " + prompts_file(dir) +
-                                 " --variants t1 -n 4 --out " + dir + "/out2 --json " + dir + "/m.json");
+                                 " --variants t1 -n 4 -o " + dir + "/out2 --json-out " + dir + "/m.json");
   EXPECT_EQ(again.rc, 2) << again.out;
   EXPECT_NE(again.out.find("m.json"), std::string::npos) << again.out;
   const CliRun reuse = run_ember("kv matrix --model " + stories + " --prompts " + prompts_file(dir) +
-                                 " --variants t1 -n 4 --out " + dir + "/out");
+                                 " --variants t1 -n 4 -o " + dir + "/out");
   EXPECT_EQ(reuse.rc, 2) << reuse.out;
-  EXPECT_NE(reuse.out.find("--out: expected a directory that does not exist or is empty (or --force)"),
+  EXPECT_NE(reuse.out.find("--output: expected a directory that does not exist or is empty (or --force)"),
             std::string::npos)
       << reuse.out;
 }
@@ -126,7 +126,7 @@ TEST(MatrixCli, CorruptedModelFailsWithNonZeroExit) {
   }
   std::ofstream(dir + "/models.txt") << "# good, then truncated\n" << stories << "\n\ntruncated.gguf\n";
   const CliRun r = run_command_env("EMBER_PROGRESS=1", "kv matrix --models " + dir + "/models.txt --prompts " + prompts_file(dir) +
-                             " --variants t1 -n 4 --out " + dir + "/out --json " + dir + "/m.json");
+                             " --variants t1 -n 4 -o " + dir + "/out --json-out " + dir + "/m.json");
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("kv matrix: 2 passed, 0 failed, 1 errors"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("error: truncated / * / *: " + bad), std::string::npos) << r.out;
@@ -144,7 +144,7 @@ TEST(MatrixCli, CorruptedModelFailsWithNonZeroExit) {
 TEST(MatrixCli, BadVariantSpecRefusedByField) {
   const std::string dir = temp_dir("matrix-cli-spec");
   const CliRun r = run_ember("kv matrix --model " + shared_path("models/stories260K.gguf") + " --prompts " +
-                             prompts_file(dir) + " --variants 't1;simd=avx3' -n 4 --out " + dir + "/out");
+                             prompts_file(dir) + " --variants 't1;simd=avx3' -n 4 -o " + dir + "/out");
   EXPECT_EQ(r.rc, 2) << r.out;
   EXPECT_NE(r.out.find("--variants: variant 2 simd: expected simd=P[/P[/P]]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("found 'simd=avx3'"), std::string::npos) << r.out;

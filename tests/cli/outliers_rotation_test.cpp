@@ -35,7 +35,7 @@ TEST(OutliersRotation, RotationHelpsWhereOutliersExistAndNotWhereTheyDoNot) {
       ASSERT_EQ(test::run_command(ember + "study kv-quant --model " + base + ".gguf --prompts " +
                                       test::shared_path("models/prompts-stories-kjv.txt") +
                                       " --limit 16 --types q8_0,q4_0 --parts k --threads 1 --rotation " + rotation +
-                                      " --force --json " + base + "-" + rotation + ".json",
+                                      " --force --json-out " + base + "-" + rotation + ".json",
                                   &out),
                 0)
           << out;

@@ -37,7 +37,7 @@ TEST(PromptText, EveryPromptFileCommandNamesTheFile) {
   for (const std::string& args :
        {"tokenize --model " + model + " --file " + path,
         "kv export --model " + model + " --prompt-file " + path + " --output " + dir + "/snap",
-        "kv validate-replay --model " + model + " --prompt-file " + path + " -n 2 --out " + dir + "/gate"}) {
+        "kv validate-replay --model " + model + " --prompt-file " + path + " -n 2 -o " + dir + "/gate"}) {
     SCOPED_TRACE(args);
     std::string out;
     EXPECT_EQ(test::run_command(ember + " " + args, &out), 2) << out;

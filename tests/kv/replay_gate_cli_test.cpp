@@ -42,7 +42,7 @@ void expect_gate_passes(const std::string& model, const std::string& prompt, int
   const std::string out = temp_dir("gate");
   std::string log;
   const int rc = run_command(ember_binary() + " kv validate-replay --model " + model + " --prompt " + q(prompt) +
-                                 " -n " + std::to_string(n) + " --out " + out + " --force " + extra,
+                                 " -n " + std::to_string(n) + " -o " + out + " --force " + extra,
                              &log);
   EXPECT_EQ(rc, 0) << log;
   EXPECT_NE(log.find("pass: native["), std::string::npos) << log;
@@ -75,7 +75,7 @@ TEST(ReplayGateCli, MessagesThroughTheChatTemplate) {
   std::string log;
   const int rc = run_command(ember_binary() + " kv validate-replay --model " + shared_path("models/stories260K.gguf") +
                                  " --messages " + q(conv) + " --tokenizer-config " + q(cfg) +
-                                 " --add-generation-prompt -n 4 --threads 1 --out " + dir + "/gate",
+                                 " --add-generation-prompt -n 4 --threads 1 -o " + dir + "/gate",
                              &log);
   EXPECT_EQ(rc, 0) << log;
   std::string rendered;
@@ -86,7 +86,7 @@ TEST(ReplayGateCli, MessagesThroughTheChatTemplate) {
   const auto receipt = nlohmann::json::parse(slurp(dir + "/gate/receipt.json"));
   EXPECT_EQ(receipt["result"], "pass");
   EXPECT_EQ(receipt["prompt_sha256"], sha256_hex(rendered));
-  EXPECT_NE(run_command(ember_binary() + " kv validate-replay --model m --messages c --prompt p -n 2 --out " + dir + "/x",
+  EXPECT_NE(run_command(ember_binary() + " kv validate-replay --model m --messages c --prompt p -n 2 -o " + dir + "/x",
                         &log),
             0);
 }
@@ -110,7 +110,7 @@ TEST(ReplayGateCli, AcrossSimdPaths) {
 TEST(ReplayGateCli, UnknownSimdPathIsBadInput) {
   const std::string out = temp_dir("gate-neon") + "/run";
   std::string log;
-  const int rc = run_command(ember_binary() + " kv validate-replay --model /nonexistent.gguf --prompt hi -n 2 --out " +
+  const int rc = run_command(ember_binary() + " kv validate-replay --model /nonexistent.gguf --prompt hi -n 2 -o " +
                                  out + " --replay-simd neon",
                              &log);
   EXPECT_EQ(rc, 2) << log;

@@ -120,7 +120,7 @@ TEST(Hybrid, TheCommandChecksBitExactnessAndWritesAMappedCache) {
   std::string out;
   ASSERT_EQ(test::run_command(test::ember_binary() + " map hybrid --source " + m + "/stories260K.gguf --target " + m +
                                   "/stories260K-kjv-top.gguf --prompt 'And the LORD said unto' -n 4 --check --relation same-base --output " +
-                                  dir + "/mapped --json " + dir + "/h.json",
+                                  dir + "/mapped --json-out " + dir + "/h.json",
                               &out),
             0)
       << out;

@@ -46,7 +46,7 @@ TEST(AnchorStudy, CliWritesTableAndJson) {
   std::string out;
   const int rc = test::run_command(test::ember_binary() +
                                        " study recompute-anchor --seeds 1 --fit-prompts 16 "
-                                       "--eval-prompts 4 --json " + dir + "/r.json",
+                                       "--eval-prompts 4 --json-out " + dir + "/r.json",
                                    &out);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("hybrid"), std::string::npos) << out;
@@ -54,7 +54,7 @@ TEST(AnchorStudy, CliWritesTableAndJson) {
   EXPECT_EQ(j["methods"]["hybrid"]["comparisons"].get<int>(), 4);
   // Never overwrites without --force.
   EXPECT_NE(test::run_command(test::ember_binary() + " study recompute-anchor --seeds 1 --fit-prompts 16 "
-                                                     "--eval-prompts 4 --json " + dir + "/r.json", &out), 0);
+                                                     "--eval-prompts 4 --json-out " + dir + "/r.json", &out), 0);
 }
 
 }  // namespace

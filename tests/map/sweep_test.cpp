@@ -111,7 +111,7 @@ TEST(Sweep, CliKindLabelAndProgress) {
                           test::shared_path("models/stories260K.gguf") + " --target " +
                           test::shared_path("models/stories260K-kjv-top.gguf") + " --prompts " +
                           test::shared_path("models/prompts-stories-kjv.txt") +
-                          " --split 12:2 --greedy-steps 2 --repeats 1 --kind ridge --label same-base --json " + dir +
+                          " --split 12:2 --greedy-steps 2 --repeats 1 --kind ridge --label same-base --json-out " + dir +
                           "/s.json --html " + dir + "/s.html";
   ASSERT_EQ(test::run_command(cmd, &out), 0) << out;
   EXPECT_NE(out.find("sweep (same-base, ridge maps)"), std::string::npos) << out;
@@ -316,7 +316,7 @@ TEST(Sweep, KjvTopNeverRecommendsABoundarySlowerThanTheFullPrefill) {
       test::ember_binary() + " study sweep --source " + test::shared_path("models/stories260K.gguf") + " --target " +
           test::shared_path("models/stories260K-kjv-top.gguf") + " --prompts " +
           test::shared_path("models/prompts-stories-kjv.txt") +
-          " --split 12:2 --greedy-steps 2 --repeats 1 --anchors 3 --fidelity-budget 'kl<=0' --budget-prompts 2 --json " +
+          " --split 12:2 --greedy-steps 2 --repeats 1 --anchors 3 --fidelity-budget 'kl<=0' --budget-prompts 2 --json-out " +
           dir + "/s.json",
       &out);
   EXPECT_EQ(rc, 1) << out;

@@ -159,9 +159,9 @@ TEST(PromptCli, MapHybridTakesPromptIdsAndRecordsTheRelation) {
   const auto j = test::parse_report(run_ember("tokenize --json --model " + q(src) + " --prompt 'And the LORD said'"));
   std::string list;
   for (const auto& id : j["ids"]) list += (list.empty() ? "" : ",") + std::to_string(id.get<int>());
-  ASSERT_EQ(run_ember(hybrid + " --prompt 'And the LORD said' --json " + q(dir + "/a.json")).rc, 0);
+  ASSERT_EQ(run_ember(hybrid + " --prompt 'And the LORD said' --json-out " + q(dir + "/a.json")).rc, 0);
   ASSERT_EQ(run_ember(hybrid + " --prompt-ids " + list + " --relation same-base --output " + q(dir + "/m") +
-                      " --json " + q(dir + "/b.json"))
+                      " --json-out " + q(dir + "/b.json"))
                 .rc,
             0);
   const auto a = nlohmann::json::parse(read_file(dir + "/a.json")), b = nlohmann::json::parse(read_file(dir + "/b.json"));
@@ -202,8 +202,8 @@ TEST(PromptCli, StudySweepTakesPromptIds) {
   write_file_atomic(dir + "/p.txt", lines, true);
   write_file_atomic(dir + "/p.ids", ids, true);
   const std::string sweep = "study sweep --split 5:3 --greedy-steps 2 --repeats 1 --source " + q(src) + " --target " + q(tgt);
-  ASSERT_EQ(run_ember(sweep + " --prompts " + q(dir + "/p.txt") + " --json " + q(dir + "/a.json")).rc, 0);
-  ASSERT_EQ(run_ember(sweep + " --prompt-ids " + q(dir + "/p.ids") + " --json " + q(dir + "/b.json")).rc, 0);
+  ASSERT_EQ(run_ember(sweep + " --prompts " + q(dir + "/p.txt") + " --json-out " + q(dir + "/a.json")).rc, 0);
+  ASSERT_EQ(run_ember(sweep + " --prompt-ids " + q(dir + "/p.ids") + " --json-out " + q(dir + "/b.json")).rc, 0);
   const auto a = nlohmann::json::parse(read_file(dir + "/a.json")), b = nlohmann::json::parse(read_file(dir + "/b.json"));
   EXPECT_EQ(a["provenance"], b["provenance"]);
   const auto none = run_ember(sweep);
