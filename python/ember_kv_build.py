@@ -29,6 +29,11 @@ def _sources():
     return sorted(out)
 
 
+def _read(rel):
+    with open(os.path.join(_HERE, rel), "rb") as f:
+        return f.read()
+
+
 def _metadata(p):
     lines = ["Metadata-Version: 2.1", f"Name: {p['name']}", f"Version: {p['version']}",
              f"Summary: {p.get('description', '')}", f"Requires-Python: {p.get('requires-python', '')}"]
@@ -53,7 +58,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     p = _project()
     dist_info = f"{p['name']}-{p['version']}.dist-info"
     name = f"{p['name']}-{p['version']}-py3-none-any.whl"
-    files = [(rel, open(os.path.join(_HERE, rel), "rb").read()) for rel in _sources()]
+    files = [(rel, _read(rel)) for rel in _sources()]
     files.append((f"{dist_info}/METADATA", _metadata(p).encode()))
     files.append((f"{dist_info}/WHEEL",
                   b"Wheel-Version: 1.0\nGenerator: ember_kv_build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"))
@@ -74,7 +79,7 @@ def build_sdist(sdist_directory, config_settings=None):
     members = ["pyproject.toml", "ember_kv_build.py"] + _sources()
     with tarfile.open(os.path.join(sdist_directory, name), "w:gz") as t:
         for rel in members:
-            data = open(os.path.join(_HERE, rel), "rb").read()
+            data = _read(rel)
             info = tarfile.TarInfo(f"{base}/{rel}")
             info.size, info.mode = len(data), 0o644
             t.addfile(info, io.BytesIO(data))

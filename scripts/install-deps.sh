@@ -14,6 +14,7 @@ packages=(
   libgtest-dev        # tests
   libbenchmark-dev    # bench/
   python3 python3-numpy python3-jsonschema  # python/ package, schema validation
+  python3-venv python3-pip  # `pip install ./python` into a venv, offline (README; python/tests/test_packaging.py)
   time                # /usr/bin/time: peak RSS in scripts/hostile-limits.sh
   libhiredis-dev redis-server  # the shared KV store (ember store): client, and the real server its tests start
   python3-torch       # the PyTorch side of python/ember_kv (HF layouts, the torch parity gate)
