@@ -20,6 +20,10 @@ bound of ../shared/models/README.md; measured values in docs/hf.md).
     python3 -m ember_kv.torch_gate native --model M --kvc X.kvc --output L.f32
     python3 -m ember_kv.torch_gate resume --model M --kvc X.kvc --native-logits L.f32 --receipt R.json \\
         [--tolerance 5e-5] [--assume-layout normal|neox] [--position-shift K]
+    python3 -m ember_kv.torch_gate safetensors --kvc X.kvc --output C.safetensors [--force]
+`export`'s KVC1 holds torch's cache, not an ember state: ember refuses it as one and names
+`safetensors`, which writes the cache in the mlx layout and prints the `ember kv
+import-safetensors ... --engine torch` line that makes it a foreign state (model-checked).
 Exit status: 0 pass, 1 fail, 2 bad input. --assume-layout and --position-shift exist for the
 negative tests only (a wrong key permutation or a shifted position must fail the gate).
 """
@@ -27,12 +31,13 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import sys
 
 import numpy as np
 import torch
 
-from . import torch_cache
+from . import safetensors_cache, torch_cache
 from .kvc1 import KVC1Error, read_kvc1
 from .parity import parity_receipt
 from .safetensors import SafetensorsError
@@ -124,6 +129,17 @@ def resume(model, kvc_path, native_logits, tolerance=SAME_ENGINE_TOLERANCE, assu
     return receipt, resumed
 
 
+def to_safetensors(kvc_path, output, force=False):
+    """Writes a KVC1 file's cache as mlx-layout safetensors (keys in Hugging Face order, the
+    file's dtype), the form in which ember takes another engine's K/V. Returns the `ember kv
+    import-safetensors` command that brings it in (M.gguf: the model torch ran)."""
+    kvc = read_kvc1(kvc_path)
+    safetensors_cache.write_mlx_cache(output, torch_cache.to_legacy_cache(kvc), force=force)
+    ids = ",".join(str(int(t)) for t in kvc.state["prefix"]["tokens"])
+    return (f"ember kv import-safetensors {shlex.quote(output)} --model M.gguf --prompt-ids {ids} --engine torch "
+            f"-o STATE_DIR")
+
+
 def _ids(text):
     try:
         ids = [int(x) for x in text.split(",") if x.strip()]
@@ -166,12 +182,20 @@ def main(argv=None):
     r.add_argument("--tolerance", type=float, default=SAME_ENGINE_TOLERANCE)
     r.add_argument("--assume-layout", choices=["normal", "neox"], help="negative tests only")
     r.add_argument("--position-shift", type=int, default=0, help="negative tests only")
+    t = sub.add_parser("safetensors", help="a KVC1 file's cache as mlx-layout safetensors, for ember kv import-safetensors")
+    t.add_argument("--kvc", required=True)
+    t.add_argument("--output", required=True)
+    t.add_argument("--force", action="store_true")
     a = ap.parse_args(argv)
     try:
         if a.cmd == "export":
             token, _ = export(a.model, a.prompt_ids, a.kvc, a.native_logits, a.cache_dtype, a.model_identity,
                               a.tokenizer_identity, a.force)
             print(f"torch_gate: wrote {a.kvc} ({len(a.prompt_ids)} positions, resume token {token}) and {a.native_logits}")
+            return 0
+        if a.cmd == "safetensors":
+            command = to_safetensors(a.kvc, a.output, a.force)
+            print(f"torch_gate: wrote {a.output} (mlx layout); bring it into ember with:\n{command}")
             return 0
         if a.cmd == "native":
             st = read_kvc1(a.kvc).state
@@ -180,7 +204,7 @@ def main(argv=None):
             return 0
         native = np.fromfile(a.native_logits, dtype="<f4")
         receipt, _ = resume(a.model, a.kvc, native, a.tolerance, a.assume_layout, a.position_shift)
-    except (KVC1Error, SafetensorsError, ValueError, KeyError, OSError) as ex:
+    except (KVC1Error, SafetensorsError, ValueError, KeyError, OSError) as ex:  # FileExistsError is an OSError
         print(f"torch_gate: {ex}", file=sys.stderr)
         return 2
     _write_json(a.receipt, receipt)

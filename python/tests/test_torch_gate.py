@@ -114,6 +114,44 @@ class TorchGate(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             self.cross_engine(synth("qwen3", d), ",".join(map(str, PROMPT_IDS)), "normal")
 
+    def test_ember_refuses_the_gates_kvc_naming_the_route_and_takes_it_that_way(self):
+        """A .kvc `torch_gate export` wrote is torch's cache, not an ember state (issue 32): each
+        ember command a user would try refuses it in one line naming the route, and the route
+        (`torch_gate safetensors`, then the `ember kv import-safetensors` line it prints) gives a
+        foreign state that ember replays with --allow-foreign."""
+        model = shared_path("models/stories260K.gguf")
+        ids = ",".join(map(str, STORIES_IDS))
+        with tempfile.TemporaryDirectory() as w:
+            kvc, st, state = os.path.join(w, "t.kvc"), os.path.join(w, "t.safetensors"), os.path.join(w, "state")
+            p = gate_process("export", "--model", model, "--prompt-ids", ids, "--kvc", kvc,
+                             "--native-logits", os.path.join(w, "n.f32"))
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            route = f"python3 -m ember_kv.torch_gate safetensors --kvc {kvc}"
+            for args, code in ((["kvc", "verify", kvc], 1), (["kv", "replay", kvc, "-m", model, "-n", "2"], 2),
+                               (["kv", "compare", kvc, kvc], 2), (["kvc", "unpack", kvc, os.path.join(w, "u")], 2)):
+                r = run_ember(*args, check=False)
+                self.assertEqual(r.returncode, code, args)
+                self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+                self.assertIn('numerics.contract: expected an ember state, found "torch-ref"', r.stderr)
+                self.assertIn(route, r.stderr)
+            r = run_ember("kv", "verify", kvc, check=False)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(f"a KVC1 file is checked by ember kvc verify {kvc}", r.stderr)
+            r = run_ember("kv", "import-safetensors", kvc, "-m", model, "--prompt-ids", ids, "-o", state, check=False)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("python3 -m ember_kv.torch_gate safetensors", r.stderr)
+
+            p = gate_process("safetensors", "--kvc", kvc, "--output", st)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            command = p.stdout.strip().splitlines()[-1].split()
+            self.assertEqual(command[:3], ["ember", "kv", "import-safetensors"])
+            command = [model if a == "M.gguf" else state if a == "STATE_DIR" else a for a in command[3:]]
+            r = run_ember("kv", "import-safetensors", *command)
+            self.assertIn("computed by torch", r.stdout)
+            self.assertIn("model check passed", r.stdout)
+            r = run_ember("kv", "replay", state, "-m", model, "--allow-foreign", "-n", "4")
+            self.assertTrue(r.stdout)
+
     def test_bad_input_exits_2(self):
         with tempfile.TemporaryDirectory() as w:
             junk = os.path.join(w, "junk.kvc")

@@ -60,6 +60,10 @@ void add_import_safetensors(CLI::App& kv) {
   add_threads_option(c, o->threads);
   c->callback([o, i] {
     refuse_output_is_input(o->output, {o->input, o->model, o->tokenizer, o->prompt_file});
+    if (kv::state_kind(o->input) == "kvc1")
+      fail_field("kv import-safetensors", o->input, "a safetensors cache",
+                 "a KVC1 file (kv replay, kv compare and kvc unpack read one; a torch cache ember_kv.torch_gate "
+                 "wrote becomes safetensors with python3 -m ember_kv.torch_gate safetensors)");
     const kv::SafetensorsLayout layout = kv::parse_safetensors_layout(o->layout);
     LoadedModel lm = load_model({o->model, o->tokenizer, ""});
     model::Engine engine(lm.model, model::EngineOptions{resolve_threads(o->threads), false});

@@ -222,6 +222,9 @@ void add_verify(CLI::App& kv) {
     if (o->m.model.empty() && spot->count() > 0)
       fail_field("kv verify", "--spot", "--model M.gguf (the spot check re-decodes with it)", "no --model");
     if (o->spot < 1) fail_field("kv verify", "--spot", "an integer >= 1", std::to_string(o->spot));
+    if (kv::state_kind(o->dir) == "kvc1")
+      fail_field("kv verify", o->dir, "a snapshot directory (a KVC1 file is checked by ember kvc verify " + o->dir + ")",
+                 "a KVC1 file");
     kv::VerifyReport r = kv::verify_snapshot(o->dir, kv::Accept::native, o->allow_foreign);
     if (r.ok && (!o->trust.expect_seal.empty() || !o->trust.trusted_key_pem.empty())) {
       kv::VerifyCheck ch{"trust", "ok", ""};

@@ -125,6 +125,17 @@ VerifiedState kvc1_to_state(const Kvc1File& f, const ReadOptions& options) {
                                                       : "foreign") +
                    " (the state this command reads)",
                "\"" + f.artifact_kind() + "\" (" + who_reads(f.kind()) + ")");
+  // ember_kv.torch_gate export writes torch's cache as KVC1 with a state that is no ember
+  // manifest (no format, seal or payload hashes; numerics.contract "torch-ref"). Its K/V are
+  // another engine's: they come in through the safetensors import and its model check.
+  const nlohmann::json& st = f.state();
+  if (st.is_object() && !st.contains("format") && st.contains("numerics") && st["numerics"].is_object() &&
+      st["numerics"].value("contract", "") == "torch-ref")
+    throw Kvc1Error(Kvc1Reject::bad_header,
+                    w + ": numerics.contract: expected an ember state, found \"torch-ref\" (a cache "
+                        "ember_kv.torch_gate wrote): bring it in as torch's cache with python3 -m "
+                        "ember_kv.torch_gate safetensors --kvc " + w + " --output C.safetensors, which prints the "
+                        "ember kv import-safetensors line to run");
   StateHeader h;
   try {
     h = parse_state_manifest(f.state().dump(), w + " (KVC1 state)");
