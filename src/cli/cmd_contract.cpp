@@ -117,22 +117,32 @@ void run_pack_eval(const PackEvalArgs& a) {
 }
 
 struct RegistryArgs {
-  std::string registry, entry;
+  std::string registry, entry, receipt, id, description;
   bool replace = false;
 };
 
 // Adds one entry (schema-valid, its evidence hashing to the files it names) and rewrites the
 // registry canonically and atomically; a new registry file is created.
 void run_registry_add(const RegistryArgs& a) {
-  const nlohmann::json entry = parse_json_strict(read_input(a.entry, 16u << 20), a.entry);
+  if (a.entry.empty() == a.receipt.empty())
+    fail_field("contract registry add", "entry", "ENTRY.json or --receipt R.json (one of them)",
+               a.entry.empty() ? "neither" : "both");
+  if (!a.receipt.empty() && a.id.empty())
+    fail_field("contract registry add", "--id", "the entry's id with --receipt", "none");
+  const std::string source = a.receipt.empty() ? a.entry : a.receipt;
+  const nlohmann::json entry =
+      a.receipt.empty()
+          ? contract::rebase_receipt_paths(parse_json_strict(read_input(a.entry, 16u << 20), a.entry), a.entry, a.registry)
+          : contract::entry_from_receipt(a.receipt, a.registry, a.id, a.description);
   const bool exists = path_exists(a.registry);
   contract::Registry r = exists ? contract::Registry::read(a.registry) : contract::Registry::empty();
-  r.add(entry, a.replace, a.entry);
+  r.add(entry, a.replace, source);
   const auto problems = contract::registry_evidence_problems(entry, a.registry);
-  if (!problems.empty()) fail(a.entry, "not added to " + a.registry + ": " + problems.front());
+  if (!problems.empty()) fail(source, "not added to " + a.registry + ": " + problems.front());
   r.write(a.registry, /*overwrite=*/exists);
-  std::printf("%s: %s entry %s (%zu entries)\n", a.registry.c_str(), exists ? "updated with" : "created with",
-              printable(entry["id"].get<std::string>()).c_str(), r.entries.size());
+  std::printf("%s: %s entry %s, %s (%zu entries)\n", printable(a.registry).c_str(), exists ? "updated with" : "created with",
+              printable(entry["id"].get<std::string>()).c_str(), entry["status"].get<std::string>().c_str(),
+              r.entries.size());
 }
 
 void run_registry_ls(const RegistryArgs& a) {
@@ -172,7 +182,10 @@ void register_contract_commands(CLI::App& app) {
   auto ra = std::make_shared<RegistryArgs>();
   CLI::App* add = reg->add_subcommand("add", "Add an entry (ember.translator-registry.v1) to REG.json (created if absent)");
   add->add_option("registry", ra->registry, "Registry file (ember.translator-registry-file.v1)")->required();
-  add->add_option("entry", ra->entry, "Registry entry JSON")->required();
+  add->add_option("entry", ra->entry, "Registry entry JSON (relative receipt paths: from its own directory)");
+  add->add_option("--receipt", ra->receipt, "Instead of ENTRY: the entry of the translator this bridge receipt describes");
+  add->add_option("--id", ra->id, "With --receipt: the entry's id");
+  add->add_option("--description", ra->description, "With --receipt: the entry's description");
   add->add_flag("--replace", ra->replace, "Replace the entry of the same id (e.g. to revoke it)");
   add->callback([ra] { run_registry_add(*ra); });
   CLI::App* ls = reg->add_subcommand("ls", "List the entries");

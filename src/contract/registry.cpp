@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "contract/json_schema.h"
 #include "contract/receipt.h"
@@ -92,6 +93,62 @@ std::vector<std::string> registry_evidence_problems(const json& e, const std::st
   if (e["status"] == "validated" && !validated_checked && out.empty())
     out.push_back("receipts: expected a validated receipt whose path names its file (so its hash can be checked), found none");
   return out;
+}
+
+namespace {
+
+// `path` (relative to the directory of `from_document`) as a path relative to the directory of
+// `to_document`. Both are resolved as far as they exist (weakly_canonical), so a symlinked
+// directory does not make a wrong "..".
+std::string relative_between(const std::string& path, const std::string& from_document,
+                             const std::string& to_document) {
+  namespace fs = std::filesystem;
+  const fs::path target = fs::weakly_canonical(fs::absolute(evidence_path(path, from_document)));
+  const fs::path base = fs::weakly_canonical(fs::absolute(evidence_path(".", to_document)));
+  const fs::path rel = target.lexically_relative(base);
+  return rel.empty() ? target.string() : rel.string();
+}
+
+}  // namespace
+
+json rebase_receipt_paths(json entry, const std::string& entry_path, const std::string& registry_path) {
+  if (!entry.is_object() || !entry.contains("receipts") || !entry["receipts"].is_array()) return entry;
+  const std::string from = entry_path == "-" ? "./-" : entry_path;
+  for (json& r : entry["receipts"])
+    if (r.is_object() && r.contains("path") && r["path"].is_string()) {
+      const std::string p = r["path"].get<std::string>();
+      if (!p.empty() && p[0] != '/') r["path"] = relative_between(p, from, registry_path);
+    }
+  return entry;
+}
+
+json entry_from_receipt(const std::string& receipt_path, const std::string& registry_path, const std::string& id,
+                        const std::string& description) {
+  // One read: the bytes judged are the bytes hashed (validate_file's checks, on them).
+  const std::string bytes = read_file(receipt_path, kMaxRegistryBytes);
+  const json r = parse_json_strict(bytes, receipt_path);
+  DocumentCheck c = validate_document(r, receipt_path);
+  if (c.schema != "bridge-receipt")
+    fail_field(receipt_path, "format", "ember.bridge-receipt.v2 (a bridge receipt)", "a " + c.schema + " document");
+  if (c.errors.empty()) c.errors = receipt_evidence_mismatches(r, receipt_path);
+  if (!c.errors.empty()) fail(receipt_path, "invalid bridge receipt: " + c.errors.front());
+  auto endpoint = [](const json& e) {
+    json out = {{"model_identity", e["model_identity"]}, {"arch", e["arch"]}, {"tokenizer_identity", e["tokenizer_identity"]}};
+    if (e.contains("name")) out["name"] = e["name"];
+    return out;
+  };
+  json entry = {{"format", "ember.translator-registry.v1"},
+                {"id", id},
+                {"source", endpoint(r["source"])},
+                {"target", endpoint(r["target"])},
+                {"kind", r["translator"]["kind"]},
+                {"mapper_hash", r["translator"]["mapper_hash"]},
+                {"status", r["status"]},
+                {"receipts", {{{"sha256", sha256_hex(bytes)},
+                               {"status", r["status"]},
+                               {"path", relative_between(receipt_path, "./-", registry_path)}}}}};
+  if (!description.empty()) entry["description"] = description;
+  return entry;
 }
 
 Registration require_registered(const std::string& reg, const RegistryQuery& q) {

@@ -37,6 +37,22 @@ struct Registry {
   void write(const std::string& path, bool overwrite) const;
 };
 
+// An entry as `registry add` reads it from its own file (ENTRY.json): a relative receipt
+// `path` there is relative to that file's directory, as a receipt's evidence paths are to the
+// receipt's, so an entry and the receipts beside it can be added to a registry anywhere. The
+// registry keeps paths relative to its own directory: each relative path is rewritten so
+// (absolute paths are kept). `entry_path` "-" (standard input) means the current directory.
+nlohmann::json rebase_receipt_paths(nlohmann::json entry, const std::string& entry_path,
+                                    const std::string& registry_path);
+
+// The registry entry (ember.translator-registry.v1) of the translator a bridge receipt
+// describes: its source and target endpoints, kind and mapper hash, the receipt's status
+// (ember's own receipts say research; validated only when the receipt is), and the receipt by
+// the SHA-256 of its bytes with `path` relative to the registry's directory. The receipt must
+// be a valid bridge receipt (validate_file); Error naming the file and field otherwise.
+nlohmann::json entry_from_receipt(const std::string& receipt_path, const std::string& registry_path,
+                                  const std::string& id, const std::string& description);
+
 // What is being applied.
 struct RegistryQuery {
   Endpoint source, target;   // model identity, arch, tokenizer identity (name ignored)

@@ -177,5 +177,77 @@ TEST(Registry, MapHybridIsGatedAndLabelsItsProvenance) {
   EXPECT_NE(out.find("status: expected validated, found revoked"), std::string::npos) << out;
 }
 
+// The shipped example entry (schemas/examples/translator-registry.valid.hybrid.json) is added
+// to a registry in another directory: its receipt path, relative to the entry's own file, is
+// rewritten relative to the registry's; the entry then gates map hybrid on stories260K ->
+// stories260K-kjv-top (its identities are those models'), and the revoked example replaces it.
+// Failed before: "receipts[1].path: expected a regular file to hash, found none".
+TEST(Registry, TheShippedExampleIsAddedAnywhereAndGates) {
+  const std::string dir = test::temp_dir("reg-example");
+  const std::string examples = std::string(EMBER_SOURCE_DIR) + "/schemas/examples";
+  const std::string ember = test::ember_binary(), reg = dir + "/sub/reg.json";
+  std::string out;
+  ASSERT_EQ(test::run_command("mkdir -p " + dir + "/sub"), 0);
+  ASSERT_EQ(test::run_command(ember + " contract registry add " + reg + " " + examples +
+                                  "/translator-registry.valid.hybrid.json", &out), 0) << out;
+  EXPECT_NE(out.find("created with entry stories260k-to-kjv-top.hybrid-s2, validated"), std::string::npos) << out;
+  const Registry r = Registry::read(reg);
+  ASSERT_EQ(r.entries.size(), 1u);
+  const std::string path = r.entries[0]["receipts"][1]["path"];
+  EXPECT_EQ(path.rfind("../", 0), 0u) << path;  // relative to the registry's directory
+  EXPECT_TRUE(check_registry(reg).empty());
+  const std::string hybrid = ember + " map hybrid --source " + test::shared_path("models/stories260K.gguf") +
+                             " --target " + test::shared_path("models/stories260K-kjv-top.gguf") +
+                             " --prompt 'Once upon a time' -n 2 --relation same-base --registry " + reg + " --output ";
+  ASSERT_EQ(test::run_command(hybrid + dir + "/gated", &out), 0) << out;
+  EXPECT_NE(read_file(dir + "/gated/manifest.json").find("registered stories260k-to-kjv-top.hybrid-s2 sha256:"),
+            std::string::npos);
+  ASSERT_EQ(test::run_command(ember + " contract registry add --replace " + reg + " " + examples +
+                                  "/translator-registry.valid.revoked.json", &out), 0) << out;
+  EXPECT_EQ(test::run_command(hybrid + dir + "/refused", &out), 2) << out;
+  EXPECT_NE(out.find("status: expected validated, found revoked"), std::string::npos) << out;
+}
+
+// `registry add REG --receipt R --id ID` writes the entry of the receipt's translator: its
+// endpoints, kind, mapper hash and status, the receipt by hash with a path from the registry.
+TEST(Registry, AnEntryIsWrittenFromAReceipt) {
+  const std::string dir = test::temp_dir("reg-receipt");
+  const std::string ember = test::ember_binary(), src = test::shared_path("models/stories260K.gguf"),
+                    tgt = test::shared_path("models/stories260K-kjv-top.gguf");
+  std::string out;
+  ASSERT_EQ(test::run_command(ember + " map hybrid --source " + src + " --target " + tgt +
+                                  " --prompt 'Once upon a time' -n 2 --check --relation same-base --receipt " + dir +
+                                  "/r.json", &out), 0) << out;
+  const std::string receipt_text = read_file(dir + "/r.json");
+  const json receipt = json::parse(receipt_text);
+  // A registry in another directory names the receipt from there.
+  ASSERT_EQ(test::run_command("mkdir " + dir + "/sub"), 0);
+  ASSERT_EQ(test::run_command(ember + " contract registry add " + dir + "/sub/reg.json --receipt " + dir +
+                                  "/r.json --id stories.hybrid", &out), 0) << out;
+  EXPECT_EQ(Registry::read(dir + "/sub/reg.json").entries.at(0)["receipts"][0]["path"], "../r.json");
+  ASSERT_EQ(test::run_command(ember + " contract registry add " + dir + "/reg.json --receipt " + dir +
+                                  "/r.json --id stories.hybrid --description 'map hybrid --check'", &out), 0) << out;
+  EXPECT_NE(out.find("created with entry stories.hybrid, research"), std::string::npos) << out;
+  const json e = Registry::read(dir + "/reg.json").entries.at(0);
+  EXPECT_EQ(e["source"], receipt["source"]);
+  EXPECT_EQ(e["target"], receipt["target"]);
+  EXPECT_EQ(e["kind"], "hybrid");
+  EXPECT_TRUE(e["mapper_hash"].is_null());
+  EXPECT_EQ(e["status"], "research");  // ember's own receipts claim no more
+  EXPECT_EQ(e["description"], "map hybrid --check");
+  EXPECT_EQ(e["receipts"], json::array({{{"sha256", sha256_hex(receipt_text)}, {"status", "research"}, {"path", "r.json"}}}));
+  EXPECT_TRUE(check_registry(dir + "/reg.json").empty());
+  // Refused: an entry and --receipt both or neither, --receipt without --id, a document that is
+  // not a bridge receipt.
+  EXPECT_EQ(test::run_command(ember + " contract registry add " + dir + "/x.json", &out), 2);
+  EXPECT_NE(out.find("expected ENTRY.json or --receipt R.json (one of them), found neither"), std::string::npos) << out;
+  EXPECT_EQ(test::run_command(ember + " contract registry add " + dir + "/x.json --receipt " + dir + "/r.json", &out), 2);
+  EXPECT_NE(out.find("--id: expected the entry's id with --receipt"), std::string::npos) << out;
+  EXPECT_EQ(test::run_command(ember + " contract registry add " + dir + "/x.json --id a --receipt " + dir + "/reg.json", &out), 2);
+  EXPECT_NE(out.find("format: expected ember.bridge-receipt.v2 (a bridge receipt), found a translator-registry-file"),
+            std::string::npos) << out;
+  EXPECT_FALSE(test::run_command("test -e " + dir + "/x.json") == 0);
+}
+
 }  // namespace
 }  // namespace ember::contract
