@@ -1,5 +1,5 @@
 // One meaning per flag name on every command (issue 32; docs/cli-run.md, "One meaning per flag
-// name"): `-o/--output PATH` (bench's `-o FORMAT` the one exception, as llama-bench has it),
+// name"): `-m/--model`, `-o/--output PATH` (bench's `-o FORMAT` the one exception, as llama-bench has it),
 // `--json` prints JSON on stdout and takes no value, `--json-out FILE` writes it, `--html FILE`
 // writes an HTML report. The whole command tree is walked (cli/app.cpp), so a command added
 // later is held to the same names. The renamed flags are then driven through the binary: the
@@ -76,8 +76,13 @@ TEST(FlagNames, EveryCommandUsesOneMeaningPerName) {
           EXPECT_TRUE(short_o && long_output) << where << ": a path output is -o,--output";
         }
       }
-      for (const char* retired : {"--out", "--report"})
+      // llama.cpp's -m: the model on every command that takes one (bench included).
+      if (has_name(*o, "-m") || has_name(*o, "--model")) {
+        EXPECT_TRUE(has_name(*o, "-m") && has_name(*o, "--model")) << where << ": a model is -m,--model";
+      }
+      for (const char* retired : {"--out", "--report"}) {
         EXPECT_FALSE(has_name(*o, retired)) << where << ": " << retired << " was renamed (-o/--output, --html)";
+      }
       if (help.find("HTML") != std::string::npos && takes_value(*o)) {
         ++htmls;
         EXPECT_TRUE(has_name(*o, "--html")) << where << ": an HTML output is --html FILE (" << help << ")";
