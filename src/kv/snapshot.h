@@ -147,10 +147,10 @@ struct ProofInfo {
   // checked by every reader in the pass that hashes the payload (PayloadCheck).
   std::vector<std::string> blocks;
   // Version 3, optional (kv/witness.h): the W tokens of a greedy continuation from the resume
-  // token (witness_tokens[0] == resume.token), the hex SHA-256 of their W logit rows (f32 LE, in
-  // order) and, per layer, of their attention output rows [W][embedding_size] (after the
-  // O-projection). Empty (the keys absent) when no ember prefill produced the state, or the
-  // producer recorded none (kv export --witness 0).
+  // token (witness_tokens[0] == resume.token), the hex SHA-256 of the last one's logits (f32
+  // LE) and, per layer, of their attention (raw scores and output, docs/formats/kv-snapshot-v1.md).
+  // Empty (the keys absent) when no ember prefill produced the state, or the producer recorded
+  // none (kv export --witness 0).
   std::vector<int32_t> witness_tokens;
   std::string witness_logits_sha256;
   std::vector<std::string> witness_attention_sha256;

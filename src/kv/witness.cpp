@@ -84,15 +84,13 @@ Witness record_witness(model::Engine& engine, const model::KvCache& cache, int32
   AttentionRows attention(c, cache.n_pos, length);
   Witness w;
   std::vector<float> logits;
-  logits.reserve(size_t(length) * size_t(c.n_vocab));
   int32_t next = resume;
   for (int i = 0; i < length; ++i) {
     w.tokens.push_back(next);
-    const std::vector<float> row = engine.forward(work, std::span<const int32_t>(&next, 1), attention.hooks());
-    logits.insert(logits.end(), row.begin(), row.end());
-    next = model::argmax(row.data(), int(row.size()));
+    logits = engine.forward(work, std::span<const int32_t>(&next, 1), attention.hooks());
+    next = model::argmax(logits.data(), int(logits.size()));
   }
-  w.logits_sha256 = logits_hash(logits);
+  w.logits_sha256 = logits_hash(logits);  // the last position's
   w.attention_sha256 = attention.hashes();
   return w;
 }
@@ -103,7 +101,10 @@ Witness run_witness(model::Engine& engine, const model::KvCache& cache, std::spa
   const model::ModelConfig& c = engine.config();
   model::KvCache work = working_copy(engine, cache, length);
   AttentionRows attention(c, cache.n_pos, length);
-  const std::vector<float> logits = engine.forward(work, tokens, attention.hooks(), /*all_logits=*/true);
+  // The last position's logits only: those before it follow from the attention hashes (the
+  // same attention at every layer and position, the same residuals, the same logits), and
+  // the LM head of every position would be a quarter of the chunk on a 0.5B model.
+  const std::vector<float> logits = engine.forward(work, tokens, attention.hooks());
   Witness w;
   w.tokens.assign(tokens.begin(), tokens.end());
   w.logits_sha256 = logits_hash(logits);

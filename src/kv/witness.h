@@ -8,11 +8,12 @@
 // one row of thousands moves a later position's f16 row by less than its rounding: measured on
 // stories260K at 2,048 positions, K = 4 saw 47 % of the single-bit flips that change a
 // continuation's logits (docs/results/spot-verify.md). The witness reads every stored row at W
-// new positions and records f32 values, not f16 rows: per layer, the hash of the attention
-// output of its W positions (after the O-projection) and the hash of their logits. A stored row
-// that moves any of them is caught; and since the layers below the changed one read untouched
-// rows from untouched inputs, the first layer whose attention output differs is the layer the
-// changed rows are in.
+// new positions and records f32 values, not f16 rows: per layer, the hash of the raw attention
+// scores and the attention output of its W positions, and the hash of the last position's
+// logits. A stored row that moves any of them is caught; and since the layers below the changed
+// one read untouched rows from untouched inputs, the first layer whose attention differs is the
+// layer the changed rows are in. The logits of the earlier positions are not hashed: the same
+// attention at every layer and position gives the same residuals, so the same logits.
 //
 // What a passing witness proves is what a user continuing greedily would otherwise find out
 // the slow way: the next W tokens' logits are the cold run's, bit for bit. canonical-v1 makes
@@ -31,7 +32,7 @@ inline constexpr int kDefaultWitnessLength = 16;
 
 struct Witness {
   std::vector<int32_t> tokens;                // W ids: the resume token, then W - 1 greedy choices
-  std::string logits_sha256;                  // SHA-256 of the W logit rows, f32 LE, in order
+  std::string logits_sha256;                  // SHA-256 of the last position's logits, f32 LE
   std::vector<std::string> attention_sha256;  // per layer: SHA-256 of its [W][n_embd] f32 rows
   bool empty() const { return tokens.empty(); }
 };
