@@ -22,14 +22,6 @@ int32_t argmax(const std::vector<float>& logits) {
   return best;
 }
 
-// A working copy of the active rows [0, P) with room for `extra` more positions.
-model::KvCache working_copy(const model::KvCache& c, int extra) {
-  model::KvCache w(c.n_layers, c.n_kv_heads, c.head_dim, c.n_pos + extra);
-  w.copy_prefix(c, c.n_pos);
-  w.n_pos = c.n_pos;
-  return w;
-}
-
 // Records the attention output after the O-projection of each layer for one token.
 struct AttnRecorder {
   std::vector<std::vector<float>> rows;  // [n_layers][n_embd]
@@ -84,8 +76,8 @@ Diagnostics run_diagnostics(const DiagnosticModel& model, const ComparedState& l
 
   // Same-input phase: both sides evaluate LEFT's reference-greedy path.
   {
-    model::KvCache cl = working_copy(left.cache, steps);
-    model::KvCache cr = working_copy(right.cache, steps);
+    model::KvCache cl = left.cache.copy_rows(left.cache.n_pos, steps);
+    model::KvCache cr = right.cache.copy_rows(right.cache.n_pos, steps);
     AttnRecorder rec_l(cfg.n_layers, cfg.n_embd), rec_r(cfg.n_layers, cfg.n_embd);
     int32_t token = left.coords.resume_token;
     for (int s = 0; s < steps; ++s) {
@@ -128,7 +120,7 @@ Diagnostics run_diagnostics(const DiagnosticModel& model, const ComparedState& l
 
   // Independent greedy phase: clean copies, each side follows its own argmax.
   auto greedy = [&](const ComparedState& side) {
-    model::KvCache c = working_copy(side.cache, steps);
+    model::KvCache c = side.cache.copy_rows(side.cache.n_pos, steps);
     std::vector<int32_t> seq{side.coords.resume_token};
     for (int s = 0; s < steps; ++s) {
       seq.push_back(argmax(model.forward(c, seq.back(), nullptr)));

@@ -222,9 +222,7 @@ void next_tokens(model::Engine& engine, const model::KvCache& cache, std::span<c
   const int P = cache.n_pos, N = std::max(0, std::min(o.next_tokens, engine.position_limit() - P));
   if (N == 0) return;
   const int V = engine.config().n_vocab;
-  model::KvCache warm = engine.new_cache(P + N);
-  warm.copy_prefix(cache, P);
-  warm.n_pos = P;
+  model::KvCache warm = cache.copy_rows(P, N);
   r.cold_measured = P <= o.cold_limit;
   model::KvCache cold;
   std::vector<float> zc = r.check.logits, zo;

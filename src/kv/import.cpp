@@ -54,10 +54,7 @@ model::KvCache import_checked(const VerifiedState& s, const SnapshotManifest& ta
                               const std::string& where, bool allow_foreign) {
   check_import(s, target, extra_capacity, where, allow_foreign);
   const model::KvCache& c = s.cache();
-  model::KvCache out(c.n_layers, c.n_kv_heads, c.head_dim, c.n_pos + extra_capacity);
-  out.copy_prefix(c, c.n_pos);
-  out.n_pos = c.n_pos;
-  return out;
+  return c.copy_rows(c.n_pos, extra_capacity);
 }
 
 model::KvCache import_checked(VerifiedState&& s, const SnapshotManifest& target, int extra_capacity,

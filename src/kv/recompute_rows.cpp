@@ -33,8 +33,7 @@ void recompute_positions(model::Engine& engine, const model::KvCache& cache,
                  std::to_string(p));
   }
   if (positions.empty()) return;
-  model::KvCache work = engine.new_cache(P);
-  work.copy_prefix(cache, P);
+  model::KvCache work = cache.copy_rows(P);
   const size_t row = size_t(cache.n_kv_heads) * size_t(cache.head_dim);
   std::vector<float> k32(size_t(cache.n_layers) * row), v32(k32.size());
   model::ForwardHooks hooks;
@@ -43,10 +42,22 @@ void recompute_positions(model::Engine& engine, const model::KvCache& cache,
     std::copy_n(k_post, row, k32.data() + size_t(layer) * row);
     std::copy_n(v, row, v32.data() + size_t(layer) * row);
   };
+  const int L = cache.n_layers;
+  std::vector<float> x(size_t(engine.config().n_embd));
   for (int p : positions) {
     work.n_pos = p;
-    const std::vector<float> logits = engine.forward(work, tokens.subspan(size_t(p), 1), &hooks);
-    visit(RecomputedPosition{p, &cache, &work, logits, k32, v32});
+    if (p == P - 1) {  // the boundary: its logits are checked too
+      const std::vector<float> logits = engine.forward(work, tokens.subspan(size_t(p), 1), &hooks);
+      visit(RecomputedPosition{p, &cache, &work, logits, k32, v32});
+    } else {
+      // Only the rows: the last layer's attention and MLP and the LM head would be thrown
+      // away (on a 0.5B model the LM head alone is a quarter of a decode step). The same
+      // parts forward() is made of, so the rows are its bits.
+      engine.embed(tokens.subspan(size_t(p), 1), x.data());
+      engine.run_layers(0, L - 1, work, p, 1, x.data(), &hooks);
+      engine.project_kv(L - 1, x.data(), 1, p, work, &hooks);
+      visit(RecomputedPosition{p, &cache, &work, {}, k32, v32});
+    }
     copy_position(cache, work, p);
   }
 }

@@ -23,7 +23,9 @@ struct RecomputedPosition {
   int position = 0;
   const model::KvCache* stored = nullptr;      // the cache checked (row `position` is its own)
   const model::KvCache* recomputed = nullptr;  // row `position` holds the recomputed K/V
-  std::span<const float> logits;               // [n_vocab]: the next-token logits after `position`
+  // [n_vocab]: the next-token logits after `position`, for the cache's last position only
+  // (empty for the others: their rows are all a check reads).
+  std::span<const float> logits;
   // The recomputed rows before rounding to the f16 cache, as the engine's ForwardHooks::on_kv
   // sees them: [n_layers][n_kv_heads][head_dim], keys after RoPE. What another engine
   // quantizes from, so a model of its cache type starts here (kv/foreign_check.h).
@@ -35,7 +37,8 @@ struct RecomputedPosition {
 // recomputed rows. Rows after p are never read, and each recomputed row is put back to the
 // stored one before the next position, so every position is checked against the cache as
 // stored. `tokens` holds at least cache.n_pos ids (the cache's prefix). Costs one copy of the
-// cache and one decode step per position.
+// cache and one decode step per position (less its last layer's attention and MLP and the LM
+// head, except at the last position).
 void recompute_positions(model::Engine& engine, const model::KvCache& cache,
                          std::span<const int32_t> tokens, std::span<const int> positions,
                          const std::function<void(const RecomputedPosition&)>& visit);

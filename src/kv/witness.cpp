@@ -11,14 +11,6 @@
 namespace ember::kv {
 namespace {
 
-// A copy of `cache` with room for `extra` more positions, its cursor at the cache's.
-model::KvCache working_copy(model::Engine& engine, const model::KvCache& cache, int extra) {
-  model::KvCache work = engine.new_cache(cache.n_pos + extra);
-  work.copy_prefix(cache, cache.n_pos);
-  work.n_pos = cache.n_pos;
-  return work;
-}
-
 // Collects, for each layer, what its attention computes at the W witness positions: the raw
 // scores of every query head over every key it sees (f32, before the softmax: a changed key
 // moves them even where the f16 probabilities round the change away) and the attention output
@@ -80,7 +72,7 @@ Witness record_witness(model::Engine& engine, const model::KvCache& cache, int32
   length = std::min(length, room);
   if (length < 1) return {};
   const model::ModelConfig& c = engine.config();
-  model::KvCache work = working_copy(engine, cache, length);
+  model::KvCache work = cache.copy_rows(cache.n_pos, length);
   AttentionRows attention(c, cache.n_pos, length);
   Witness w;
   std::vector<float> logits;
@@ -99,7 +91,7 @@ Witness run_witness(model::Engine& engine, const model::KvCache& cache, std::spa
   const int length = int(tokens.size());
   if (length < 1) return {};
   const model::ModelConfig& c = engine.config();
-  model::KvCache work = working_copy(engine, cache, length);
+  model::KvCache work = cache.copy_rows(cache.n_pos, length);
   AttentionRows attention(c, cache.n_pos, length);
   // The last position's logits only: those before it follow from the attention hashes (the
   // same attention at every layer and position, the same residuals, the same logits), and

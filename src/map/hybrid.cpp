@@ -52,9 +52,7 @@ kv::KvState hybrid_mapped_state(const HybridRun& run, const model::Engine& targe
   st.manifest.prefix.tokens = run.prefix;
   st.manifest.resume.token = run.resume_token;
   st.manifest.resume.position = n;
-  st.cache = model::KvCache(run.cache.n_layers, run.cache.n_kv_heads, run.cache.head_dim, n);
-  st.cache.n_pos = n;
-  st.cache.copy_prefix(run.cache, n);
+  st.cache = run.cache.copy_rows(n);
   kv::MappedProvenance mapping;
   mapping.kind = "hybrid";
   mapping.mapper_hash = mapper ? mapper->hash() : "";

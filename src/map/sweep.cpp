@@ -284,9 +284,7 @@ SweepResult run_sweep(const SweepOptions& o) {
     m.prefix.tokens.assign(prefix.begin(), prefix.end());
     m.resume.token = first_argmax(sr.logits.data(), int(sr.logits.size()));
     m.resume.position = n;
-    st.cache = model::KvCache(L, G, D, n);
-    st.cache.n_pos = n;
-    st.cache.copy_prefix(sr.cache, n);
+    st.cache = sr.cache.copy_rows(n);
     kv::write_state_dir(kv::seal(std::move(st), where), base + ".snapshot", true);
     const std::vector<float>& rows_at_s = sr.residual[size_t(s)];  // every boundary's rows have this size
     write_file_atomic(base + ".residual.f32",

@@ -61,6 +61,17 @@ struct KvCache {
     return c;
   }
 
+  // A new cache of rows [0, n) (n <= n_pos) with room for `extra` more positions, its cursor
+  // at n: the scratch a check or a diagnostic decodes into without touching the cache it was
+  // given, or a prefix stored on its own.
+  KvCache copy_rows(int n, int extra = 0) const {
+    EMBER_CHECK(n >= 0 && n <= n_pos && extra >= 0 && int64_t(n) + extra <= int64_t(1) << 30);
+    KvCache w(n_layers, n_kv_heads, head_dim, n + extra);
+    w.copy_prefix(*this, n);
+    w.n_pos = n;
+    return w;
+  }
+
   // Copies positions [0, n) of the K and V rows of layers [layer_begin, layer_end) (all
   // layers by default) from `src`. Both caches must share layers, kv_heads and head_dim and
   // hold n positions: checked always, since a wrong copy would silently mix states. The cursor

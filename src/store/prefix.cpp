@@ -61,9 +61,7 @@ PutResult save_prefill(Store& store, model::Engine& engine, const std::string& t
                        const PutOptions& options, int witness) {
   const int L = int(prompt.size());
   EMBER_CHECK(L >= 1 && cache.n_pos >= L);
-  model::KvCache rows(cache.n_layers, cache.n_kv_heads, cache.head_dim, L);
-  rows.copy_prefix(cache, L);
-  rows.n_pos = L;
+  model::KvCache rows = cache.copy_rows(L);
   // kv export's state, witness included: one prompt, one seal.
   return store.put(kv::seal_prefill(engine, tokenizer_identity, prompt, std::move(rows), boundary_logits, producer,
                                     witness, "store save"),
