@@ -9,10 +9,13 @@
 //           or at the f32 FMA peak for float weights, plus the attention at the FMA peak.
 //           ratio = roofline time / measured time (goal >= 0.4).
 // Plus a profile of where the time goes (projections, attention + O, MLP, LM head), from
-// timestamps taken in the engine's own hooks.
+// timestamps taken in the engine's own hooks, and with --batch, a server's decode step:
+// B sequences of one token each in one Engine::step (each on its own copy of the prefilled
+// cache), as tok/s and as the gain over B single decode steps (the weights read once for B
+// tokens instead of B times).
 //
 // Usage: bench_engine [--models qwen05-q8,qwen05-q4k,llama1b-q8] [--threads 1,2]
-//                     [--prefill 512,2048] [--decode 16] [--dir DIR]
+//                     [--prefill 512,2048] [--decode 16] [--batch 2,4,8] [--dir DIR]
 // Each prefill length is measured on its own cache, then decode continues from it.
 // Models are synthesized into DIR (default: a temporary directory, removed at exit) unless
 // a file of that name is already there.
@@ -117,12 +120,15 @@ int main(int argc, char** argv) {
   std::string models = "qwen05-q8,qwen05-q4k,llama1b-q8", threads_arg = "1,2", dir;
   std::string prefill_arg = "512,2048";
   int n_decode = 16;
+  std::vector<int> batches;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--models") models = v;
     else if (a == "--threads") threads_arg = v;
     else if (a == "--prefill") prefill_arg = v;
     else if (a == "--decode") n_decode = std::atoi(v.c_str());
+    else if (a == "--batch")
+      for (const std::string& b : split(v)) batches.push_back(std::clamp(std::atoi(b.c_str()), 1, 64));
     else if (a == "--dir") dir = v;
     else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
@@ -238,6 +244,24 @@ int main(int argc, char** argv) {
         std::printf("  %s time: qkv+rope %4.1f%%  attention+O %4.1f%%  mlp %4.1f%%  lm head %4.1f%%\n",
                     pr == &prefill_prof ? "prefill" : "decode ", 100 * pr->qkv / pr->total,
                     100 * pr->attn / pr->total, 100 * pr->mlp / pr->total, 100 * pr->head / pr->total);
+      for (const int B : batches) {
+        constexpr int kSteps = 5;
+        std::vector<model::KvCache> caches;
+        for (int b = 0; b < B; ++b) caches.push_back(cache.copy_rows(cache.n_pos, kSteps));
+        std::vector<double> steps;
+        for (int i = 0; i < kSteps; ++i) {
+          std::vector<model::SequenceStep> seqs;
+          for (int b = 0; b < B; ++b)
+            seqs.push_back({&caches[size_t(b)], std::span(tokens.data() + (b + i) % n_prefill, 1), true});
+          const double a = bench::now_s();
+          engine.step(seqs);
+          steps.push_back(bench::now_s() - a);
+        }
+        std::sort(steps.begin(), steps.end());
+        const double t_batch = steps[steps.size() / 2];
+        std::printf("  batch %2d: step %7.1f ms = %7.2f tok/s = %.2fx one sequence's decode\n", B, 1e3 * t_batch,
+                    B / t_batch, B * t_step / t_batch);
+      }
       }
   }
   if (temp) std::filesystem::remove_all(dir);

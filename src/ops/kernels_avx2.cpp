@@ -54,7 +54,7 @@ struct FloatK {
       for (int t = 0; t < T; ++t) acc[r][t][0] = acc[r][t][1] = _mm256_setzero_ps();
     int64_t j = 0;
     for (; j + 16 <= k; j += 16) {
-      if constexpr (T == 1) prefetch_ahead<R, 16 * kElemBytes>(rows, j * kElemBytes);
+      if (streamed<T>(a.n)) prefetch_ahead<R, 16 * kElemBytes>(rows, j * kElemBytes);
       __m256 w[R][2];
       #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {

@@ -123,12 +123,13 @@ void panel_tail(const P& panel, const Activations& a, int64_t t0, int64_t rem, i
 }
 
 // Prefill through panels (Q32Panel, KPanel): token chunks, then row blocks of 4, each decoded
-// once into the panel, then the chunk's token tiles. Decode, and the last rows of a range
-// that are fewer than 4, go through K's tiles; without memory for a panel, everything does.
+// once into the panel, then the chunk's token tiles. Decode and small batches (the streamed
+// walk of tile_driver.h), and the last rows of a range that are fewer than 4, go through K's
+// tiles; without memory for a panel, everything does.
 template <class K, class P>
 void run_panels(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
   const int64_t bytes = (P::bytes(a.k) + 31) / 32 * 32;
-  void* mem = a.n > 1 && r1 - r0 >= 4 ? std::aligned_alloc(32, size_t(bytes)) : nullptr;
+  void* mem = a.n > kStreamTokens && r1 - r0 >= 4 ? std::aligned_alloc(32, size_t(bytes)) : nullptr;
   if (mem == nullptr) {
     run_tiles<K>(W, a, r0, r1, y);
     return;

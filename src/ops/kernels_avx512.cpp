@@ -96,7 +96,7 @@ struct FloatK {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
     int64_t j = 0;
     for (; j + 16 <= k; j += 16) {
-      if constexpr (T == 1) prefetch_ahead<R, 16 * kElemBytes>(rows, j * kElemBytes);
+      if (streamed<T>(a.n)) prefetch_ahead<R, 16 * kElemBytes>(rows, j * kElemBytes);
       __m512 w[R];
       #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) w[r] = load_w<TY>(rows[r], j);
@@ -289,7 +289,7 @@ struct Q32K {
     const __m512i zero = _mm512_setzero_si512();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
-      if constexpr (T == 1)
+      if (streamed<T>(a.n))
         prefetch_ahead<R, 2 * Layout32<TY>::kBytes>(rows, b * Layout32<TY>::kBytes);
       __m512i aw[R];
       __mmask64 neg[R];
@@ -389,7 +389,7 @@ struct Q32Vnni {
     const __m512i zero = _mm512_setzero_si512();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
-      if constexpr (T == 1)
+      if (streamed<T>(a.n))
         prefetch_ahead<R, 2 * Layout32<TY>::kBytes>(rows, b * Layout32<TY>::kBytes);
       __m512i w[R], bias[R];
       __m512 wd[R];
@@ -505,7 +505,7 @@ struct KQuantK {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     const __m512i m0f = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; ++b) {
-      if constexpr (T == 1) prefetch_ahead<R, kBlockBytes>(rows, b * kBlockBytes);
+      if (streamed<T>(a.n)) prefetch_ahead<R, kBlockBytes>(rows, b * kBlockBytes);
       __m512i isum[R][T];
       #pragma GCC unroll 8
       for (int r = 0; r < R; ++r)

@@ -56,7 +56,7 @@ struct KQuantK {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     const __m256i m0f = _mm256_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; ++b) {
-      if constexpr (T == 1) prefetch_ahead<R, kBlockBytes>(rows, b * kBlockBytes);
+      if (streamed<T>(a.n)) prefetch_ahead<R, kBlockBytes>(rows, b * kBlockBytes);
       __m256i isum[R][T];
       #pragma GCC unroll 8
       for (int r = 0; r < R; ++r)

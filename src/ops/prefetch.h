@@ -19,6 +19,17 @@ namespace {
 
 constexpr int64_t kDecodePrefetchBytes = 2048;
 
+// Batches of up to this many tokens take the decode walk (tile_driver.h: two row streams,
+// each row read from memory once for all the tokens) and its prefetch; larger ones are
+// prefill, whose tiles reread rows from the caches.
+constexpr int64_t kStreamTokens = 8;
+
+// Whether a tile prefetches: a decode tile, or any tile of a streamed small batch.
+template <int T>
+inline bool streamed(int64_t tokens) {
+  return T == 1 || tokens <= kStreamTokens;
+}
+
 // Prefetches the lines of the `span` bytes of each of the R rows that start
 // kDecodePrefetchBytes past byte `at`: one prefetch per 64 bytes plus one, so a span that
 // straddles lines is covered (the extra one is a line already in flight). A prefetch never
