@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "util/error.h"
 
@@ -17,11 +18,31 @@ void copy_position(const model::KvCache& from, model::KvCache& to, int p) {
     }
 }
 
+// Every position in one Engine::step, each over a copy of rows [0, p) with room for p.
+void recompute_in_one_step(model::Engine& engine, const model::KvCache& cache, std::span<const int32_t> tokens,
+                           std::span<const int> positions,
+                           const std::function<void(const RecomputedPosition&)>& visit) {
+  const int P = cache.n_pos;
+  std::vector<model::KvCache> copies;
+  copies.reserve(positions.size());
+  std::vector<model::SequenceStep> seqs;
+  for (int p : positions) {
+    copies.push_back(cache.copy_rows(p, 1));
+    seqs.push_back({&copies.back(), tokens.subspan(size_t(p), 1), p == P - 1});
+  }
+  const std::vector<float> logits = engine.step(seqs);  // the last position's, if it is one
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const bool last = positions[i] == P - 1;
+    visit(RecomputedPosition{positions[i], &cache, &copies[i], last ? std::span<const float>(logits) : std::span<const float>(), {}, {}});
+  }
+}
+
 }  // namespace
 
 void recompute_positions(model::Engine& engine, const model::KvCache& cache,
                          std::span<const int32_t> tokens, std::span<const int> positions,
-                         const std::function<void(const RecomputedPosition&)>& visit) {
+                         const std::function<void(const RecomputedPosition&)>& visit,
+                         const RecomputeOptions& options) {
   const int P = cache.n_pos;
   if (tokens.size() < size_t(P))
     fail_field("recompute", "tokens", "at least " + std::to_string(P) + " ids (the cache's prefix)",
@@ -33,6 +54,12 @@ void recompute_positions(model::Engine& engine, const model::KvCache& cache,
                  std::to_string(p));
   }
   if (positions.empty()) return;
+  if (!options.f32_rows) {
+    const size_t row_bytes = 2 * size_t(cache.n_layers) * size_t(cache.n_kv_heads) * size_t(cache.head_dim) * 2;
+    size_t bytes = 0;
+    for (int p : positions) bytes += (size_t(p) + 1) * row_bytes;
+    if (bytes <= options.max_batch_bytes) return recompute_in_one_step(engine, cache, tokens, positions, visit);
+  }
   model::KvCache work = cache.copy_rows(P);
   const size_t row = size_t(cache.n_kv_heads) * size_t(cache.head_dim);
   std::vector<float> k32(size_t(cache.n_layers) * row), v32(k32.size());

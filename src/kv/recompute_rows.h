@@ -32,16 +32,29 @@ struct RecomputedPosition {
   std::span<const float> k_f32, v_f32;
 };
 
+struct RecomputeOptions {
+  // Report the f32 rows (RecomputedPosition::k_f32/v_f32): a foreign cache's check models
+  // its cache type from them. Only a forward pass of one position at a time reports them.
+  bool f32_rows = true;
+  // Without f32 rows, the positions run as one Engine::step, each over its own copy of rows
+  // [0, p): a decode step's cost is mostly reading the weights, which the batch reads once
+  // for all of them. Batch invariance (docs/numerics.md) keeps each position's rows its
+  // forward() bits. Past this many bytes of copies, one position at a time over one copy.
+  size_t max_batch_bytes = size_t(1) << 30;
+};
+
 // For each position p in `positions` (strictly increasing, each in [0, cache.n_pos)):
 // evaluates tokens[p] at p over the cache's own rows [0, p) and calls `visit` with the
 // recomputed rows. Rows after p are never read, and each recomputed row is put back to the
 // stored one before the next position, so every position is checked against the cache as
 // stored. `tokens` holds at least cache.n_pos ids (the cache's prefix). Costs one copy of the
 // cache and one decode step per position (less its last layer's attention and MLP and the LM
-// head, except at the last position).
+// head, except at the last position), or, batched (RecomputeOptions), one copy per position
+// and one step for all.
 void recompute_positions(model::Engine& engine, const model::KvCache& cache,
                          std::span<const int32_t> tokens, std::span<const int> positions,
-                         const std::function<void(const RecomputedPosition&)>& visit);
+                         const std::function<void(const RecomputedPosition&)>& visit,
+                         const RecomputeOptions& options = {});
 
 // k distinct positions of [0, n_pos), ascending, always holding the last (n_pos - 1); the
 // others drawn uniformly by a generator seeded with `seed`. k is clamped to [1, n_pos].

@@ -80,6 +80,8 @@ SpotReport spot_check(model::Engine& engine, const SnapshotManifest& m, const mo
   if (k < 1) fail_field("spot check", "--spot", ">= 1 positions", std::to_string(k));
   SpotReport r;
   const std::vector<int> at = spot_positions(P, k, seed);
+  RecomputeOptions batched;
+  batched.f32_rows = false;  // the check compares f16 rows bit for bit
   recompute_positions(engine, cache, m.prefix.tokens, at, [&](const RecomputedPosition& x) {
     r.positions.push_back({x.position, compare_position(*x.stored, *x.recomputed, x.position)});
     if (x.position != P - 1) return;
@@ -88,7 +90,7 @@ SpotReport spot_check(model::Engine& engine, const SnapshotManifest& m, const mo
     r.resume_ok = r.resume_found == m.resume.token;
     r.logits_expected = m.proof.boundary_logits_sha256;
     if (!r.logits_expected.empty()) r.logits = r.logits_found == r.logits_expected ? "ok" : "differs";
-  });
+  }, batched);
   const ProofInfo& proof = m.proof;
   if (!proof.witness_tokens.empty()) {
     const Witness w = run_witness(engine, cache, proof.witness_tokens);

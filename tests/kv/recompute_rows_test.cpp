@@ -68,6 +68,64 @@ TEST(RecomputePositions, AFlippedBitShowsAtItsPositionAndAfterIt) {
   EXPECT_FALSE(equal[2]) << "the last row attends over the flipped one";
 }
 
+// The rows of one position, every layer and head, K then V.
+std::vector<uint16_t> rows_of(const model::KvCache& c, int p) {
+  std::vector<uint16_t> out;
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int h = 0; h < c.n_kv_heads; ++h) {
+      out.insert(out.end(), c.k_row(l, h, p), c.k_row(l, h, p) + c.head_dim);
+      out.insert(out.end(), c.v_row(l, h, p), c.v_row(l, h, p) + c.head_dim);
+    }
+  return out;
+}
+
+// What recompute_positions hands its visitor, kept: rows and the last position's logits.
+std::vector<std::vector<uint16_t>> recompute_all(model::Engine& engine, const Fixture& f, const model::KvCache& cache,
+                                                  std::span<const int> at, const RecomputeOptions& o,
+                                                  std::vector<float>& logits) {
+  std::vector<std::vector<uint16_t>> rows;
+  recompute_positions(engine, cache, f.tokens, at, [&](const RecomputedPosition& r) {
+    rows.push_back(rows_of(*r.recomputed, r.position));
+    EXPECT_EQ(r.logits.empty(), r.position != cache.n_pos - 1) << "logits at the last position only";
+    if (!r.logits.empty()) logits.assign(r.logits.begin(), r.logits.end());
+    if (o.f32_rows) {
+      EXPECT_FALSE(r.k_f32.empty());
+    }
+  }, o);
+  return rows;
+}
+
+TEST(RecomputePositions, OneBatchedStepGivesTheRowsAndLogitsOfOnePositionAtATime) {
+  Fixture f;
+  const std::vector<int> at = {0, 5, 16, 17, 30, int(f.tokens.size()) - 1};
+  model::KvCache flipped = f.cache.copy();
+  flipped.v_row(1, 0, 16)[2] ^= 0x0001;  // a low bit: the batch must see what one at a time sees
+  RecomputeOptions one_at_a_time, batched, over_budget;
+  batched.f32_rows = over_budget.f32_rows = false;
+  over_budget.max_batch_bytes = 0;  // falls back to one position at a time
+  for (int threads : {1, 3}) {
+    model::Engine engine(f.model, {threads});
+    for (const model::KvCache* c : {&f.cache, &flipped}) {
+      std::vector<float> l1, l2, l3;
+      const auto a = recompute_all(engine, f, *c, at, one_at_a_time, l1);
+      const auto b = recompute_all(engine, f, *c, at, batched, l2);
+      const auto d = recompute_all(engine, f, *c, at, over_budget, l3);
+      ASSERT_EQ(a.size(), at.size());
+      EXPECT_EQ(a, b) << threads << " threads";
+      EXPECT_EQ(a, d) << threads << " threads";
+      ASSERT_EQ(l1.size(), l2.size());
+      EXPECT_EQ(0, std::memcmp(l1.data(), l2.data(), l1.size() * sizeof(float)));
+      EXPECT_EQ(0, std::memcmp(l1.data(), l3.data(), l1.size() * sizeof(float)));
+    }
+    // The flip shows in the batch as it does alone: at its position and after it.
+    std::vector<float> unused;
+    const auto clean = recompute_all(engine, f, f.cache, at, batched, unused);
+    const auto bad = recompute_all(engine, f, flipped, at, batched, unused);
+    EXPECT_EQ(clean[2], rows_of(f.cache, 16)) << "recomputed from the clean rows before it";
+    EXPECT_NE(rows_of(flipped, 16), bad[2]) << "the flipped row itself";
+  }
+}
+
 TEST(RecomputePositions, RefusesUnorderedOrOutOfRangePositions) {
   Fixture f;
   model::Engine engine(f.model, {1});
