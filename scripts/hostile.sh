@@ -242,7 +242,7 @@ PY
   expect_refused "a witness too long" "$d/witness-length" "proof.witness_length: expected"
   edit witness-other 'j["proof"]["witness_attention_sha256"][1] = "0" * 64' reseal
   expect_refused "a resealed witness of other values (--spot)" "$d/witness-other" \
-    "first in the attention output of layer 1" --model small.gguf --spot 1
+    "first in the attention scores or output of layer 1" --model small.gguf --spot 1
   out=$(ember kv verify small-snap --spot 2 2>&1); rc=$?
   if [[ $rc -eq 2 && "$out" == *"--spot: expected --model"* ]]; then ok "kv verify --spot without --model: exit 2"
   else broken "kv verify --spot without --model: rc $rc: $out"; fi

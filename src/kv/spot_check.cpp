@@ -51,7 +51,7 @@ std::string SpotReport::witness_failure() const {
   const std::string l = std::to_string(witness_first_layer);
   // The layers below read rows nothing changed, from inputs nothing changed: the first layer
   // that differs holds changed rows.
-  return what + "first in the attention output of layer " + l + " (proof.witness_attention_sha256[" + l +
+  return what + "first in the attention scores or output of layer " + l + " (proof.witness_attention_sha256[" + l +
          "]): rows of layer " + l + " are not the ones the stored prefix computes";
 }
 

@@ -258,7 +258,7 @@ TEST(SpotWitness, FlipsTheSampledRowsMissAreCaughtByTheWitnessNamingTheLayer) {
         EXPECT_EQ(r.witness_first_layer, layer) << "flip at layer " << layer << ", position " << pos;
         if (!r.first_diff() && r.logits == "ok") {
           ++witness_only;
-          EXPECT_NE(r.summary().find("first in the attention output of layer " + std::to_string(layer)),
+          EXPECT_NE(r.summary().find("first in the attention scores or output of layer " + std::to_string(layer)),
                     std::string::npos)
               << r.summary();
         }
