@@ -55,7 +55,9 @@ void recompute_positions(model::Engine& engine, const model::KvCache& cache,
   }
   if (positions.empty()) return;
   if (!options.f32_rows) {
-    const size_t row_bytes = 2 * size_t(cache.n_layers) * size_t(cache.n_kv_heads) * size_t(cache.head_dim) * 2;
+    // K and V, f16, every layer and KV head of one position.
+    const size_t row_bytes = 2 * size_t(cache.n_layers) * size_t(cache.n_kv_heads) * size_t(cache.head_dim) *
+                             sizeof(uint16_t);
     size_t bytes = 0;
     for (int p : positions) bytes += (size_t(p) + 1) * row_bytes;
     if (bytes <= options.max_batch_bytes) return recompute_in_one_step(engine, cache, tokens, positions, visit);

@@ -99,7 +99,7 @@ void run_tiles(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t 
   // the two rows' accumulator chains overlap in the core (one row alone is bound by its FMA
   // chain: +15 % for a decode step, 1 thread, Zen 4). The tiles also prefetch each stream
   // ahead in software (prefetch.h): the hardware prefetcher alone fell behind. Up to
-  // kStreamTokens tokens: a Qwen2.5-0.5B forward of 2 tokens took 1.8x one token's time in
+  // kStreamTokens tokens: a Qwen2.5-0.5B forward of 2 tokens took 2.0x one token's time in
   // the prefill walk below, 1.3x in this one (1 thread, Zen 4).
   if (a.n <= kStreamTokens) {
     const int64_t half = (r1 - r0) / 2;
