@@ -4,7 +4,8 @@
 # had stopped compiling). CI runs it (.ci/run); the long runs of docs/reliability.md "Fuzzing"
 # are the same binaries with -max_total_time=1800.
 #
-#   scripts/fuzz-smoke.sh [SECONDS_PER_TARGET]    (default 10; JOBS sets the build's -j)
+#   scripts/fuzz-smoke.sh [SECONDS_PER_TARGET]    (default 10; JOBS sets the build's -j and how
+#                                                  many targets run at once, one core each)
 #
 # Exit status: non-zero when a target does not build or a run finds a crash, a leak, a timeout
 # or an out-of-memory (libFuzzer's own exit status; the reproducer is left in build-fuzz/findings).
@@ -42,18 +43,37 @@ echo "fuzz-smoke: built ${#targets[@]} targets in $(( $(date +%s) - start )) s"
 
 findings="$build/findings"
 rm -rf "$findings" && mkdir -p "$findings"
-for t in "${targets[@]}"; do
-  # A scratch corpus first (libFuzzer writes new inputs there), the seeds read-only after it.
-  work="$build/corpus-$t"
+# One target: a scratch corpus first (libFuzzer writes new inputs there), the seeds read-only
+# after it. Its summary line goes to $build/$t.result, so parallel runs do not interleave.
+run_target() {
+  local t=$1 work="$build/corpus-$1" dict=()
   rm -rf "$work" && mkdir -p "$work"
-  dict=()
   [ -f "fuzz/${t%_fuzz}.dict" ] && dict=(-dict="fuzz/${t%_fuzz}.dict")
-  "$build/fuzz/$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-    -artifact_prefix="$findings/$t-" "${dict[@]}" "$work" "${corpus[$t]}" >"$build/$t.log" 2>&1 || {
-    tail -40 "$build/$t.log" >&2
-    echo "fuzz-smoke: $t failed (log $build/$t.log, reproducer in $findings)" >&2
-    exit 1
-  }
-  echo "fuzz-smoke: $t: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$build/$t.log" | grep -o '[0-9]*$') runs in ${secs} s, no finding"
+  if "$build/fuzz/$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+      -artifact_prefix="$findings/$t-" "${dict[@]}" "$work" "${corpus[$t]}" >"$build/$t.log" 2>&1; then
+    echo "fuzz-smoke: $t: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$build/$t.log" | grep -o '[0-9]*$') runs in ${secs} s, no finding" >"$build/$t.result"
+  else
+    { tail -40 "$build/$t.log"; echo "fuzz-smoke: $t failed (log $build/$t.log, reproducer in $findings)"; } >"$build/$t.result"
+    return 1
+  fi
+}
+# $jobs targets at a time (each is one process on one core; CI's 2 vCPUs run two at once).
+failed=0
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || failed=1
+    running=$((running - 1))
+  fi
+  run_target "$t" &
+  running=$((running + 1))
 done
+while [ "$running" -gt 0 ]; do
+  wait -n || failed=1
+  running=$((running - 1))
+done
+for t in "${targets[@]}"; do
+  if [ "$failed" = 1 ] && grep -q "failed (log" "$build/$t.result"; then cat "$build/$t.result" >&2; else cat "$build/$t.result"; fi
+done
+[ "$failed" = 0 ] || exit 1
 echo "fuzz-smoke: ${#targets[@]} targets built and run in $(( $(date +%s) - start )) s"
