@@ -162,9 +162,10 @@ inline double fma_peak(ThreadPool& pool, SimdLevel level) {
   });
 }
 
-// Peak int8 multiply-accumulate rate, measured the way fma_peak is: 12 independent
-// register-resident chains of the instruction sequence the quantized kernels use for an
-// int8 dot product, every thread of the pool running the loop. avx512vnni: vpdpbusd (64 u8 x
+// Peak int8 multiply-accumulate rate, measured the way fma_peak is: 12 register-resident
+// instances per iteration of the instruction sequence the quantized kernels use for an int8 dot
+// product (12 vpdpbusd chains, whose latency is on the accumulator; 4 chains x 3 of vpmaddubsw +
+// vpmaddwd + vpaddd, whose chain is the 1-cycle vpaddd), every thread of the pool running the loop. avx512vnni: vpdpbusd (64 u8 x
 // s8 MACs per instruction into 16 int32 lanes); avxvnni / avxvnni-evex: vpdpbusd on ymm (32
 // MACs; the VEX and the EVEX encoding); avx512 / avx2: vpmaddubsw + vpmaddwd + vpaddd (64 / 32
 // MACs per sequence), as kernels_avx512.cpp / kernels_avx2.cpp. Returned as operations per
@@ -231,7 +232,9 @@ __attribute__((target("avx512f,avx512bw"))) inline int64_t mac_loop_avx512(int64
   EMBER_MAC_LOOP(__m512i, _mm512_set1_epi8, _mm512_set1_epi16, _mm512_set1_epi32, _mm512_add_epi32,
                  _mm512_store_si512, 16)
 }
-__attribute__((target("avx2"))) inline void store_ymm(int32_t* out, __m256i v) { _mm256_store_si256(reinterpret_cast<__m256i*>(out), v); }
+__attribute__((target("avx2"))) inline void store_ymm(int32_t* out, __m256i v) {
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out), v);
+}
 // "v" is "x" without AVX-512 (the AVX2 build of this header has only ymm0-15).
 __attribute__((target("avx2"))) inline int64_t mac_loop_avx2(int64_t iters) {
   EMBER_MAC_LOOP(__m256i, _mm256_set1_epi8, _mm256_set1_epi16, _mm256_set1_epi32, _mm256_add_epi32,

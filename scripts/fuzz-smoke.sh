@@ -42,7 +42,7 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 echo "fuzz-smoke: built ${#targets[@]} targets in $(( $(date +%s) - start )) s"
 
 findings="$build/findings"
-rm -rf "$findings" && mkdir -p "$findings"
+rm -rf "$findings" "$build"/*.result && mkdir -p "$findings"
 # One target: a scratch corpus first (libFuzzer writes new inputs there), the seeds read-only
 # after it. Its summary line goes to $build/$t.result, so parallel runs do not interleave.
 run_target() {
@@ -73,7 +73,7 @@ while [ "$running" -gt 0 ]; do
   running=$((running - 1))
 done
 for t in "${targets[@]}"; do
-  if [ "$failed" = 1 ] && grep -q "failed (log" "$build/$t.result"; then cat "$build/$t.result" >&2; else cat "$build/$t.result"; fi
+  if grep -q "failed (log" "$build/$t.result"; then cat "$build/$t.result" >&2; else cat "$build/$t.result"; fi
 done
 [ "$failed" = 0 ] || exit 1
 echo "fuzz-smoke: ${#targets[@]} targets built and run in $(( $(date +%s) - start )) s"
