@@ -165,10 +165,10 @@ inline double fma_peak(ThreadPool& pool, SimdLevel level) {
 // Peak int8 multiply-accumulate rate, measured the way fma_peak is: 12 register-resident
 // instances per iteration of the instruction sequence the quantized kernels use for an int8 dot
 // product (12 vpdpbusd chains, whose latency is on the accumulator; 4 chains x 3 of vpmaddubsw +
-// vpmaddwd + vpaddd, whose chain is the 1-cycle vpaddd), every thread of the pool running the loop. avx512vnni: vpdpbusd (64 u8 x
-// s8 MACs per instruction into 16 int32 lanes); avxvnni / avxvnni-evex: vpdpbusd on ymm (32
-// MACs; the VEX and the EVEX encoding); avx512 / avx2: vpmaddubsw + vpmaddwd + vpaddd (64 / 32
-// MACs per sequence), as kernels_avx512.cpp / kernels_avx2.cpp. Returned as operations per
+// vpmaddwd + vpaddd, whose chain is the 1-cycle vpaddd), every thread of the pool running the
+// loop. avx512vnni: vpdpbusd (64 u8 x s8 MACs per instruction into 16 int32 lanes); avxvnni /
+// avxvnni-evex: vpdpbusd on ymm (32 MACs; the VEX and the EVEX encoding); avx512 / avx2:
+// vpmaddubsw + vpmaddwd + vpaddd (64 / 32 MACs per sequence), as kernels_avx512.cpp / kernels_avx2.cpp. Returned as operations per
 // second, 2 per MAC, so it compares with a FLOP count of 2 per weight per token.
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline int64_t mac_loop_vnni(int64_t iters) {
   __m512i a[12];
@@ -209,8 +209,10 @@ __attribute__((target("avx2,avx512vl,avx512vnni"))) inline int64_t mac_loop_avxv
 // kept some sums on the stack (AVX2) or stored every sum once per iteration (AVX-512), and
 // those stores, not the multiplies, set the pace (114 GOP/s for AVX2 on the Zen 4 VM, half the
 // pair's issue rate). vpaddd has 1 cycle of latency, so 4 chains keep the multiply pipes full.
-#define EMBER_MAC_SEQ(x, p, a) \
-  "vpmaddubsw %[w], %[" #x "], %[" #p "]\n\tvpmaddwd %[one], %[" #p "], %[" #p "]\n\tvpaddd %[" #p "], %[" #a "], %[" #a "]\n\t"
+#define EMBER_MAC_SEQ(x, p, a)                          \
+  "vpmaddubsw %[w], %[" #x "], %[" #p "]\n\t"           \
+  "vpmaddwd %[one], %[" #p "], %[" #p "]\n\t"           \
+  "vpaddd %[" #p "], %[" #a "], %[" #a "]\n\t"
 #define EMBER_MAC_ROUND \
   EMBER_MAC_SEQ(x0, p0, a0) EMBER_MAC_SEQ(x1, p1, a1) EMBER_MAC_SEQ(x2, p2, a2) EMBER_MAC_SEQ(x3, p3, a3)
 #define EMBER_MAC_LOOP(V, SET1_8, SET1_16, SET1_32, ADD, STORE, LANES)                               \

@@ -51,9 +51,14 @@ run_target() {
   [ -f "fuzz/${t%_fuzz}.dict" ] && dict=(-dict="fuzz/${t%_fuzz}.dict")
   if "$build/fuzz/$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
       -artifact_prefix="$findings/$t-" "${dict[@]}" "$work" "${corpus[$t]}" >"$build/$t.log" 2>&1; then
-    echo "fuzz-smoke: $t: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$build/$t.log" | grep -o '[0-9]*$') runs in ${secs} s, no finding" >"$build/$t.result"
+    local runs
+    runs=$(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$build/$t.log" | grep -o '[0-9]*$')
+    echo "fuzz-smoke: $t: $runs runs in ${secs} s, no finding" >"$build/$t.result"
   else
-    { tail -40 "$build/$t.log"; echo "fuzz-smoke: $t failed (log $build/$t.log, reproducer in $findings)"; } >"$build/$t.result"
+    {
+      tail -40 "$build/$t.log"
+      echo "fuzz-smoke: $t failed (log $build/$t.log, reproducer in $findings)"
+    } >"$build/$t.result"
     return 1
   fi
 }
@@ -73,7 +78,11 @@ while [ "$running" -gt 0 ]; do
   running=$((running - 1))
 done
 for t in "${targets[@]}"; do
-  if grep -q "failed (log" "$build/$t.result"; then cat "$build/$t.result" >&2; else cat "$build/$t.result"; fi
+  if grep -q "failed (log" "$build/$t.result"; then
+    cat "$build/$t.result" >&2
+  else
+    cat "$build/$t.result"
+  fi
 done
 [ "$failed" = 0 ] || exit 1
 echo "fuzz-smoke: ${#targets[@]} targets built and run in $(( $(date +%s) - start )) s"
