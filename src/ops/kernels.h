@@ -45,6 +45,14 @@ const KernelTable& avxvnni_evex_kernels();  // only where it supports AVX512 F/V
 const KernelTable& avx512_kernels();  // only call where the CPU supports AVX-512 F/BW/VL/DQ
 const KernelTable& avx512vnni_kernels();  // ... and AVX512_VNNI (the same source, see below)
 
+// Bytes of activations a token chunk of the AVX2 kernels keeps in L2 (tile_driver.h): half
+// the core's L2, at least 128 KiB and at most 512 KiB, the largest value measured; 256 KiB
+// where the size is unknown. bench_matmul 1 avx2 512 q8_0 on the Zen 4 VM (1 MiB of L2), GOP/s,
+// 256 -> 512 KiB: 84-86 -> 91-92 at k = 8192 (Llama-3.2-1B's ffn_down), 96-98 -> 102 at
+// k = 2048, the same at k = 896 and 4864; q4_K / q6_K at k = 8192 87-106 / 72-74 -> 105-110 /
+// 77-78. Measured once per process.
+int64_t avx2_tile_l2_budget();
+
 // Bytes of one weight row of k elements (k a multiple of the block size).
 int64_t weight_row_bytes(gguf::TensorType type, int64_t k);
 

@@ -107,9 +107,9 @@ inline __m256 tail_mask(int r, int h) {
 }
 
 // ---- The tile driver (ops/tile_driver.h, included into this anonymous namespace so that each
-// AVX2 file has its own copy). The L2 budget is the one per-ISA setting; each path keeps the
-// value it was tuned with (04d1f45: AVX2 256 KiB, AVX-512 384 KiB).
-constexpr int64_t kTileL2Budget = 256 << 10;
+// AVX2 file has its own copy). The L2 budget is the one per-ISA setting: here half the core's
+// L2 (kernels.h; 256 KiB, the value tuned in 04d1f45, on a core where that is unknown).
+inline int64_t tile_l2_budget() { return avx2_tile_l2_budget(); }
 #include "ops/tile_driver.h"
 
 // The last rem < P::kT tokens of a chunk: the tile of T = rem tokens.

@@ -49,8 +49,8 @@ inline float tree16(__m512 acc) {
 }
 
 // ---- The tile driver (ops/tile_driver.h, included here so that this file has its own copy;
-// the L2 budget per token chunk is this path's tuned value, AVX2's is 256 KiB).
-constexpr int64_t kTileL2Budget = 384 << 10;
+// the L2 budget per token chunk is this path's tuned value, AVX2's follows the core's L2).
+inline int64_t tile_l2_budget() { return int64_t{384} << 10; }
 #include "ops/tile_driver.h"
 
 // ---- F32 / F16 / BF16: 16 lanes, element j in lane j % 16, fma in increasing j ------------

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "gguf/blocks.h"
 #include "ops/dot.h"
 #include "ops/kernels.h"
@@ -23,6 +25,15 @@ int64_t weight_row_bytes(gguf::TensorType type, int64_t k) {
   gguf::BlockGeometry g;
   EMBER_CHECK(gguf::block_geometry(type, &g));
   return k / g.elems * g.bytes;
+}
+
+int64_t avx2_tile_l2_budget() {
+  static const int64_t budget = [] {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);  // glibc reads it from cpuid; 0 if unknown
+    if (l2 <= 0) return int64_t{256} << 10;
+    return std::clamp(int64_t(l2) / 2, int64_t{128} << 10, int64_t{512} << 10);
+  }();
+  return budget;
 }
 
 }  // namespace detail

@@ -10,7 +10,7 @@
 // (`namespace ember::ops::detail { namespace { ... #include "ops/tile_driver.h" ... } }`),
 // and every file gets its own internal copy compiled with its own flags. The including file
 // defines, before the include:
-//   constexpr int64_t kTileL2Budget;  // bytes of activations a token chunk may hold in L2
+//   int64_t tile_l2_budget();  // bytes of activations a token chunk may hold in L2
 // and the kernel classes K with
 //   K::kType, K::kR, K::kT, K::kActBytes and K::template tile<R, T>(rows, a, t0, out):
 //   rows [R] weight row pointers, tokens [t0, t0 + T) of a -> out [R][T].
@@ -61,7 +61,7 @@ void row_block(const WeightMatrix& W, const Activations& a, int64_t rb, int64_t 
 // once per chunk instead (the activations of 512 tokens of a 4864-wide row exceed L2).
 template <class K>
 int64_t token_chunk(int64_t k) {
-  const int64_t c = kTileL2Budget / (k * K::kActBytes) / K::kT * K::kT;
+  const int64_t c = tile_l2_budget() / (k * K::kActBytes) / K::kT * K::kT;
   return c < K::kT ? K::kT : c;
 }
 

@@ -136,10 +136,10 @@ TEST(Matmul, EveryPathMatchesScalarBitForBit) {
 }
 
 // Prefill tiles, their remainders and the token chunks (the kernels walk a few hundred KB
-// of activations at a time: at k = 4864 a chunk is 20-80 tokens, depending on the type):
-// every token count from 2 to 13 (each tile remainder of every path), and 150 tokens
-// (several chunks, with a remainder), for row counts that leave row-block remainders, on
-// every path and 1/2/3 threads, bit for bit against the scalar reference.
+// of activations at a time: at k = 4864 a chunk is 20-110 tokens, depending on the type and
+// the core's L2): every token count from 2 to 13 (each tile remainder of every path), and 150
+// tokens (several chunks, with a remainder), for row counts that leave row-block remainders,
+// on every path and 1/2/3 threads, bit for bit against the scalar reference.
 TEST(Matmul, TilesRemaindersAndTokenChunksMatchScalar) {
   std::mt19937 rng(19);
   const int64_t k = 4864;
