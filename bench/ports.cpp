@@ -2,9 +2,11 @@
 // runs 6 vpmaddubsw and 6 (or 12) instructions of one other kind per iteration, all
 // independent (fixed sources, distinct destinations), and reports cycles per iteration. 6
 // vpmaddubsw alone take 3 cycles on a core with two pipes for it; a partner that shares those
-// pipes lifts the pair to 6, one that runs elsewhere leaves it near 3. docs/engine.md uses it to
-// say what bounds the AVX2 Q8_0 kernel (kernels_avx2.cpp: vpsignb + vpmaddubsw + vpmaddwd +
-// vfmadd231ps per 32 MACs and per row and token).
+// pipes lifts the pair to 6, one that runs elsewhere leaves it near 3. Then six steps of the
+// kernels themselves (32 MACs of one row and one token each, loads left out): the sign trick
+// (vpsignb + vpmaddubsw + vpmaddwd + vcvtdq2ps + vshufps + vfmadd231ps) and the int16 panel
+// (2 vpmaddwd + vpaddd + the same float part). docs/engine.md uses it to say what bounds the
+// AVX2 32-block kernels (kernels_avx2.cpp).
 //
 // Usage: bench_ports. Cycles come from the time of a chain of dependent 64-bit adds (1 cycle
 // each on every x86 core of the last decade), so they need no clock or performance counter.
@@ -42,6 +44,7 @@ using Loop = void (*)(int64_t);
 #define CVT(i) "vcvtdq2ps %%ymm14, %%ymm" #i "\n\t"
 #define XORSUB(i) "vpxor %%ymm14, %%ymm15, %%ymm" #i "\n\tvpsubb %%ymm14, %%ymm15, %%ymm" #i "\n\t"
 #define SHUF(i) "vshufps $0x55, %%ymm14, %%ymm14, %%ymm" #i "\n\t"
+#define PADDD(i) "vpaddd %%ymm14, %%ymm15, %%ymm" #i "\n\t"
 EMBER_PORT_LOOP(maddubs_x12, X6(MADDUBS) Y6(MADDUBS))
 EMBER_PORT_LOOP(maddubs_alone, X6(MADDUBS))
 EMBER_PORT_LOOP(with_madd, X6(MADDUBS) Y6(MADD))
@@ -50,6 +53,10 @@ EMBER_PORT_LOOP(with_fma, X6(MADDUBS) Y6(FMA))
 EMBER_PORT_LOOP(with_cvt, X6(MADDUBS) Y6(CVT))
 EMBER_PORT_LOOP(with_xorsub, X6(MADDUBS) Y6(XORSUB))
 EMBER_PORT_LOOP(with_shufps, X6(MADDUBS) Y6(SHUF))
+// Six (row, token) steps of 32 MACs of the AVX2 32-block kernels (kernels_avx2.cpp), all their
+// vector instructions but the loads: the sign trick of the Q32K tile, and the int16 panel.
+EMBER_PORT_LOOP(steps_sign_trick, X6(SIGN) X6(MADDUBS) X6(MADD) X6(CVT) X6(SHUF) Y6(FMA))
+EMBER_PORT_LOOP(steps_int16, X6(MADD) X6(MADD) X6(PADDD) X6(CVT) X6(SHUF) Y6(FMA))
 #undef X6
 #undef Y6
 
@@ -100,6 +107,8 @@ int main() {
       {"6 vpmaddubsw + 6 vcvtdq2ps", with_cvt},
       {"6 vpmaddubsw + 6 (vpxor + vpsubb)", with_xorsub},
       {"6 vpmaddubsw + 6 vshufps", with_shufps},
+      {"6 steps of the sign trick", steps_sign_trick},
+      {"6 steps of the int16 panel", steps_int16},
   };
   for (const auto& t : tests)
     std::printf("  %-36s %5.2f\n", t.name, best_seconds(t.loop, n) / double(n) / cycle);
