@@ -20,7 +20,7 @@ struct Activations {
   const float* f32 = nullptr;
   const int8_t* q = nullptr;
   const float* d = nullptr;
-  const float* d8 = nullptr;  // 32-blocks only: d repeated 8 times, d8[t*nb*8 + 8b + l] = d[t*nb + b]
+  const float* d8 = nullptr;  // 32-blocks on zmm paths only: d8[t*nb*8 + 8b + l] = d[t*nb + b]
   const int32_t* sum = nullptr;
   const int16_t* bsums = nullptr;
 };

@@ -114,8 +114,12 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
     a.bsums = s.bsums.data();
   } else {
     s.sum.resize(size_t(n * nb));
-    s.d8.resize(size_t(n * nb * 8));
     a.sum = s.sum.data();
+  }
+  // d8 (each scale 8 times) is read by the zmm kernels alone (kernels_avx512.cpp).
+  const bool with_d8 = f == ActFormat::q8_0 && simd_base(level) == SimdLevel::avx512;
+  if (with_d8) {
+    s.d8.resize(size_t(n * nb * 8));
     a.d8 = s.d8.data();
   }
   // Rows in chunks of at least 8 so a short call is not split into sections smaller than
@@ -129,8 +133,9 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
     } else {
       detail::quantize_q8_0_rows(x + t0 * k, nt, k, s.q.data() + t0 * k, s.d.data() + t0 * nb,
                                  s.sum.data() + t0 * nb, level);
-      for (int64_t i = t0 * nb; i < t1 * nb; ++i)
-        for (int l = 0; l < 8; ++l) s.d8[size_t(8 * i + l)] = s.d[size_t(i)];
+      if (with_d8)
+        for (int64_t i = t0 * nb; i < t1 * nb; ++i)
+          for (int l = 0; l < 8; ++l) s.d8[size_t(8 * i + l)] = s.d[size_t(i)];
     }
   });
 }
