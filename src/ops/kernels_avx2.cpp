@@ -420,8 +420,9 @@ struct Q32Panel {
   static constexpr bool kWide = EMBER_AVX2_VNNI == 0;  // int16 codes (no VNNI) or sign trick
 
   int64_t k = 0, nb = 0;
-  uint8_t* mag = nullptr;      // kWide: the int16 halves of row r, block b at mag + 64 (4 b + r);
-                               // else |w| of row r, block b at mag + r * k + 32 b
+  uint8_t* mag = nullptr;      // kWide: the int16 halves of row r, block b at mag + 64 (4 b + r),
+                               // 8 k bytes, |w|'s room and the codes'; else |w| of row r, block b
+                               // at mag + r * k + 32 b
   int8_t* codes = nullptr;     // the signed codes, laid out as |w| (sign trick only)
   float* scale = nullptr;      // scale[4 b + r]
   float* prod = nullptr;       // a tile's scale products: row r, token t, block b at 16 b + 4 t + r
