@@ -226,30 +226,35 @@ TEST(Matmul, AgreesWithF64ReferenceOfDequantizedWeights) {
   }
 }
 
-// Worst-case blocks: the largest integer sums the contract claims exact in f32.
+// Worst-case blocks: the largest integer sums the contract claims exact in f32. One token
+// takes the decode tiles; 12 tokens of 5 rows take the prefill tiles and panels (int16 codes
+// on avx2) and a row left over.
 TEST(Matmul, ExtremeCodesStayExact) {
-  const int64_t k = 512;
-  std::vector<float> x(size_t(k), -1.0f);  // quantizes to -127 everywhere
+  const int64_t k = 512, rows = 5;
   // Q6_K: scale -128 and code 0 (q - 32 = -32) everywhere, d = 1.
-  std::vector<uint8_t> q6(2 * sizeof(gguf::BlockQ6_K), 0);
-  for (int b = 0; b < 2; ++b) {
+  std::vector<uint8_t> q6(size_t(rows) * 2 * sizeof(gguf::BlockQ6_K), 0);
+  for (int64_t b = 0; b < rows * 2; ++b) {
     auto* blk = reinterpret_cast<gguf::BlockQ6_K*>(q6.data()) + b;
     for (auto& s : blk->scales) s = -128;
     put_f16(blk->d, 1.0f);
   }
   // Q8_0: code -128 everywhere, d = 1.
-  std::vector<uint8_t> q8(size_t(k / 32 * 34), 0x80);
-  for (int b = 0; b < k / 32; ++b) put_f16(q8.data() + 34 * b, 1.0f);
+  std::vector<uint8_t> q8(size_t(rows * k / 32 * 34), 0x80);
+  for (int64_t b = 0; b < rows * k / 32; ++b) put_f16(q8.data() + 34 * b, 1.0f);
   // Activation scales: Q8_K keeps 1 / (127 / 1) in f32, Q8_0 stores 1 / 127 as f16.
   const double d8k = 1.0f / 127.0f, d80 = f16_to_f32(f32_to_f16(1.0f / 127.0f));
   for (auto [type, bytes, expect] :
        {std::tuple{TensorType::Q6_K, &q6, double(k) * -128 * -32 * -127 * d8k},
         std::tuple{TensorType::Q8_0, &q8, double(k) * -128 * -127 * d80}}) {
-    const ops::WeightMatrix W{type, bytes->data(), 1, k};
-    for (SimdLevel level : test::simd_levels_under_test()) {
-      const auto y = run(W, x, 1, 1, level);
-      EXPECT_NEAR(y[0], expect, 1e-6 * std::fabs(expect)) << gguf::type_name(uint32_t(type)) << " "
-                                           << simd_name(level);
+    const ops::WeightMatrix W{type, bytes->data(), rows, k};
+    for (int64_t n : {1, 12}) {
+      const std::vector<float> x(size_t(n * k), -1.0f);  // quantizes to -127 everywhere
+      for (SimdLevel level : test::simd_levels_under_test()) {
+        const auto y = run(W, x, n, 1, level);
+        for (float v : y)
+          ASSERT_NEAR(v, expect, 1e-6 * std::fabs(expect))
+              << gguf::type_name(uint32_t(type)) << " " << simd_name(level) << " n=" << n;
+      }
     }
   }
 }
