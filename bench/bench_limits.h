@@ -170,41 +170,51 @@ inline double fma_peak(ThreadPool& pool, SimdLevel level) {
 // avxvnni-evex: vpdpbusd on ymm (32 MACs; the VEX and the EVEX encoding); avx512 / avx2:
 // vpmaddubsw + vpmaddwd + vpaddd (64 / 32 MACs per sequence), as kernels_avx512.cpp / kernels_avx2.cpp. Returned as operations per
 // second, 2 per MAC, so it compares with a FLOP count of 2 per weight per token.
+// 12 vpdpbusd chains in one asm statement per iteration (as the AVX2 loop below says why): with
+// intrinsics GCC 12 stored the ymm sums to the stack every iteration in the VEX build, and on
+// the Zen 5 VM those stores halved the rate (255 against 448 GOP/s, 2 per cycle as the EVEX
+// twin and zmm run). PREFIX picks the encoding: "%{vex%} " for AVX-VNNI, "%{evex%} " for the
+// EVEX twin ("%{" is a literal brace in an asm template).
+#define EMBER_DPBUSD(PREFIX, a) PREFIX "vpdpbusd %[u], %[w], %[" #a "]\n\t"
+#define EMBER_DPBUSD_LOOP(V, SET1_8, SET1_32, ADD, STORE, LANES, PREFIX, C)                          \
+  const V u = SET1_8(3), w = SET1_8(-5);                                                          \
+  V a0 = SET1_32(0), a1 = SET1_32(1), a2 = SET1_32(2), a3 = SET1_32(3), a4 = SET1_32(4),          \
+    a5 = SET1_32(5), a6 = SET1_32(6), a7 = SET1_32(7), a8 = SET1_32(8), a9 = SET1_32(9),          \
+    a10 = SET1_32(10), a11 = SET1_32(11);                                                         \
+  for (int64_t it = 0; it < iters; ++it)                                                          \
+    __asm__ volatile(EMBER_DPBUSD(PREFIX, a0) EMBER_DPBUSD(PREFIX, a1) EMBER_DPBUSD(PREFIX, a2)   \
+                         EMBER_DPBUSD(PREFIX, a3) EMBER_DPBUSD(PREFIX, a4) EMBER_DPBUSD(PREFIX, a5) \
+                             EMBER_DPBUSD(PREFIX, a6) EMBER_DPBUSD(PREFIX, a7)                    \
+                                 EMBER_DPBUSD(PREFIX, a8) EMBER_DPBUSD(PREFIX, a9)                \
+                                     EMBER_DPBUSD(PREFIX, a10) EMBER_DPBUSD(PREFIX, a11)          \
+                     : [a0] "+" C(a0), [a1] "+" C(a1), [a2] "+" C(a2), [a3] "+" C(a3),            \
+                       [a4] "+" C(a4), [a5] "+" C(a5), [a6] "+" C(a6), [a7] "+" C(a7),            \
+                       [a8] "+" C(a8), [a9] "+" C(a9), [a10] "+" C(a10), [a11] "+" C(a11)         \
+                     : [u] C(u), [w] C(w));                                                       \
+  alignas(64) int32_t out[LANES];                                                                 \
+  STORE(out, ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(ADD(a4, a5), ADD(a6, a7)),                \
+                                                    ADD(ADD(a8, a9), ADD(a10, a11)))));           \
+  int64_t s = 0;                                                                                  \
+  for (int l = 0; l < LANES; ++l) s += out[l];                                                    \
+  return s;
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline int64_t mac_loop_vnni(int64_t iters) {
-  __m512i a[12];
-  const __m512i u = _mm512_set1_epi8(3), w = _mm512_set1_epi8(-5);
-  for (int i = 0; i < 12; ++i) a[i] = _mm512_set1_epi32(i);
-  for (int64_t it = 0; it < iters; ++it)
-    for (int i = 0; i < 12; ++i) a[i] = _mm512_dpbusd_epi32(a[i], u, w);
-  int64_t s = 0;
-  alignas(64) int32_t out[16];
-  for (int i = 0; i < 12; ++i) {
-    _mm512_store_si512(out, a[i]);
-    for (int l = 0; l < 16; ++l) s += out[l];
-  }
-  return s;
+  EMBER_DPBUSD_LOOP(__m512i, _mm512_set1_epi8, _mm512_set1_epi32, _mm512_add_epi32,
+                    _mm512_store_si512, 16, "", "v")
 }
-// The ymm vpdpbusd loop, once per encoding: 12 chains + 2 operands fit AVX2's 16 registers.
-#define EMBER_MAC_LOOP_YMM(DPBUSD)                                                  \
-  __m256i a[12];                                                                    \
-  const __m256i u = _mm256_set1_epi8(3), w = _mm256_set1_epi8(-5);                  \
-  for (int i = 0; i < 12; ++i) a[i] = _mm256_set1_epi32(i);                         \
-  for (int64_t it = 0; it < iters; ++it)                                            \
-    for (int i = 0; i < 12; ++i) a[i] = DPBUSD(a[i], u, w);                         \
-  int64_t s = 0;                                                                    \
-  alignas(32) int32_t out[8];                                                       \
-  for (int i = 0; i < 12; ++i) {                                                    \
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out), a[i]);                      \
-    for (int l = 0; l < 8; ++l) s += out[l];                                        \
-  }                                                                                 \
-  return s;
+__attribute__((target("avx2"))) inline void store_ymm(int32_t* out, __m256i v) {
+  _mm256_store_si256(reinterpret_cast<__m256i*>(out), v);
+}
+// 12 chains + 2 operands fit AVX2's 16 registers ("x": ymm0-15, all VEX can name).
 __attribute__((target("avx2,avxvnni"))) inline int64_t mac_loop_avxvnni(int64_t iters) {
-  EMBER_MAC_LOOP_YMM(_mm256_dpbusd_avx_epi32)
+  EMBER_DPBUSD_LOOP(__m256i, _mm256_set1_epi8, _mm256_set1_epi32, _mm256_add_epi32, store_ymm, 8,
+                    "%{vex%} ", "x")
 }
 __attribute__((target("avx2,avx512vl,avx512vnni"))) inline int64_t mac_loop_avxvnni_evex(int64_t iters) {
-  EMBER_MAC_LOOP_YMM(_mm256_dpbusd_epi32)
+  EMBER_DPBUSD_LOOP(__m256i, _mm256_set1_epi8, _mm256_set1_epi32, _mm256_add_epi32, store_ymm, 8,
+                    "%{evex%} ", "v")
 }
-#undef EMBER_MAC_LOOP_YMM
+#undef EMBER_DPBUSD_LOOP
+#undef EMBER_DPBUSD
 // One asm statement per iteration, every value in a register it names: with intrinsics GCC
 // kept some sums on the stack (AVX2) or stored every sum once per iteration (AVX-512), and
 // those stores, not the multiplies, set the pace (114 GOP/s for AVX2 on the Zen 4 VM, half the
@@ -233,9 +243,6 @@ __attribute__((target("avx2,avx512vl,avx512vnni"))) inline int64_t mac_loop_avxv
 __attribute__((target("avx512f,avx512bw"))) inline int64_t mac_loop_avx512(int64_t iters) {
   EMBER_MAC_LOOP(__m512i, _mm512_set1_epi8, _mm512_set1_epi16, _mm512_set1_epi32, _mm512_add_epi32,
                  _mm512_store_si512, 16)
-}
-__attribute__((target("avx2"))) inline void store_ymm(int32_t* out, __m256i v) {
-  _mm256_store_si256(reinterpret_cast<__m256i*>(out), v);
 }
 // "v" is "x" without AVX-512 (the AVX2 build of this header has only ymm0-15).
 __attribute__((target("avx2"))) inline int64_t mac_loop_avx2(int64_t iters) {
