@@ -549,20 +549,25 @@ struct Q32Panel {
   }
 };
 
+#if EMBER_AVX2_VNNI
+#include "ops/q32_vnni_panel.h"
+#endif
+
 KernelTable make_table() {
   KernelTable t = scalar_kernels();
   t.dot_f32 = dot_f32_avx2;
   t.f32 = run_tiles<FloatK<TensorType::F32>>;
   t.f16 = run_tiles<FloatK<TensorType::F16>>;
   t.bf16 = run_tiles<FloatK<TensorType::BF16>>;
-  // Q8_0 takes the panel only without VNNI: with vpdpbusd the tile's bias form has no sign
-  // and nothing to decode (Q32K).
-  if constexpr (Q32Panel<TensorType::Q8_0>::kWide)
-    t.q8_0 = run_panels<Q32K<TensorType::Q8_0>, Q32Panel<TensorType::Q8_0>>;
-  else
-    t.q8_0 = run_tiles<Q32K<TensorType::Q8_0>>;
+#if EMBER_AVX2_VNNI
+  t.q8_0 = run_panels<Q32K<TensorType::Q8_0>, Q32Vnni<TensorType::Q8_0>>;
+  t.q4_0 = run_panels<Q32K<TensorType::Q4_0>, Q32Vnni<TensorType::Q4_0>>;
+  t.q5_0 = run_panels<Q32K<TensorType::Q5_0>, Q32Vnni<TensorType::Q5_0>>;
+#else
+  t.q8_0 = run_panels<Q32K<TensorType::Q8_0>, Q32Panel<TensorType::Q8_0>>;
   t.q4_0 = run_panels<Q32K<TensorType::Q4_0>, Q32Panel<TensorType::Q4_0>>;
   t.q5_0 = run_panels<Q32K<TensorType::Q5_0>, Q32Panel<TensorType::Q5_0>>;
+#endif
   t.q4_1 = run_tiles<Q32K<TensorType::Q4_1>>;
   t.q5_1 = run_tiles<Q32K<TensorType::Q5_1>>;
   t.q4_k = q4_k_avx2;  // kernels_kquants_avx2.cpp, in every build of this file

@@ -91,7 +91,8 @@ ActFormat act_format(TensorType t) {
 // of matmuls per token; this avoids an allocation each time). One per calling thread.
 struct Scratch {
   std::vector<int8_t> q;
-  std::vector<float> d, d8;
+  std::vector<float> d, d8, dt;
+  std::vector<uint8_t> u;  // 64 bytes more than the codes, so that a.u can start on a line
   std::vector<int32_t> sum;
   std::vector<int16_t> bsums;
 };
@@ -122,6 +123,17 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
     s.d8.resize(size_t(n * nb * 8));
     a.d8 = s.d8.data();
   }
+  // u and dt are read by the ymm VNNI kernels alone (kernels_avx2.cpp, Q32Vnni).
+  const bool with_u = f == ActFormat::q8_0 &&
+                      (level == SimdLevel::avxvnni || level == SimdLevel::avxvnni_evex);
+  uint8_t* u = nullptr;
+  if (with_u) {
+    s.u.resize(size_t(n * k + 64));
+    u = s.u.data() + (64 - reinterpret_cast<uintptr_t>(s.u.data()) % 64) % 64;
+    s.dt.assign(size_t(n * nb + 8), 0.0f);
+    a.u = u;
+    a.dt = s.dt.data();
+  }
   // Rows in chunks of at least 8 so a short call is not split into sections smaller than
   // their hand-off.
   constexpr int64_t kRows = 8;
@@ -136,6 +148,11 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
       if (with_d8)
         for (int64_t i = t0 * nb; i < t1 * nb; ++i)
           for (int l = 0; l < 8; ++l) s.d8[size_t(8 * i + l)] = s.d[size_t(i)];
+      if (with_u) {
+        for (int64_t j = t0 * k; j < t1 * k; ++j) u[j] = uint8_t(s.q[size_t(j)] ^ 0x80);
+        for (int64_t t = t0; t < t1; ++t)
+          for (int64_t b = 0; b < nb; ++b) s.dt[size_t(b * n + t)] = s.d[size_t(t * nb + b)];
+      }
     }
   });
 }
