@@ -10,8 +10,9 @@
 // The 16 canonical f32 lanes are two ymm registers (lanes 0-7 and 8-15); the 32-block types
 // keep the even blocks in the first and the odd blocks in the second, exactly the scalar
 // acc[8 * (b & 1) + l]. Tiles of R rows x T tokens, two far-apart rows for decode, loops unrolled,
-// as in the AVX-512 file; the prefill of Q4_0 / Q5_0 (of Q8_0 too without VNNI, and of the K
-// quants) runs on row panels, 4 rows decoded once per token chunk (Q32Panel here, KPanel there).
+// as in the AVX-512 file; the prefill of Q8_0 / Q4_0 / Q5_0 (and of the K quants) runs on row
+// panels, 4 rows decoded once per token chunk (Q32Panel here, Q32Vnni in the VNNI builds,
+// KPanel for the K quants).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "gguf/blocks.h"
@@ -388,64 +389,51 @@ struct Q32K {
 // A Q32K tile decodes its R rows' blocks again for every T = 3 tokens, and for Q5_0 that
 // decode is as much work as the dot products. In prefill the 4 rows of a row block are decoded
 // once per token chunk instead, into a panel (8 bytes per column and row group, so in L1 up to
-// k = 3072), with the f32 block scales; a token tile then does no decoding.
+// k = 3072), with the f32 block scales; a token tile then does no decoding. This is the panel
+// of the build without VNNI; the VNNI builds take Q32Vnni (ops/q32_vnni_panel.h).
 //
-// What the panel holds depends on the build. With VNNI (vpdpbusd), the sign trick's operands:
-// |w| as bytes and the signed codes, 32-byte aligned. Without VNNI, the codes widened to int16
-// and split by parity, even elements (0, 2, .., 30) then odd ones: one vpmaddwd of the token's
-// even bytes (sign-extended in place by two shifts, once per token and block for the 4 rows)
-// against the even half, one of the odd bytes against the odd half, and a vpaddd give int32
-// lane i = w[4i] a[4i] + w[4i+2] a[4i+2] + w[4i+1] a[4i+1] + w[4i+3] a[4i+3]: dot4's lane, the
-// same integer, so the same bits. Per 32 MACs of a row and a token that is 2 vpmaddwd and the
-// FMA on the two multiply pipes (Zen 4, bench_ports), where the sign trick issues vpsignb,
-// vpmaddubsw, vpmaddwd and the FMA. The 4 rows' halves of a block lie side by side (64 bytes
-// per row and block), so a tile reads the panel as one stream. bench_matmul 1 avx2 512 on the
-// Zen 4 VM (process CPU time, GOP/s), sign-trick tile or panel -> this panel: q8_0 86 -> 102,
-// q4_0 89-92 -> 102-103, q5_0 90-92 -> 102-103 at k = 896 (the ffn_up / gate shape); at
-// k = 4864 (ffn_down, where the panel, 38 KiB, leaves L1) q8_0 89 -> 90-94, q4_0 and q5_0
-// 92-94. With the 4 rows one after the other (a stream per row) k = 896 gave 92-99. Widening
-// the activations to int16 in memory as well (madd + madd + add in a register-only loop: 7.4
-// instead of 12.7 cycles per 6 steps for the sign trick) lost end to end, 141 against 157
-// tok/s: int16 activations double what each tile reads from L2. Here they stay bytes, split
-// in registers once per token and block.
+// The panel holds the codes widened to int16 and split by parity, even elements (0, 2, .., 30)
+// then odd ones: one vpmaddwd of the token's even bytes (sign-extended in place by two shifts,
+// once per token and block for the 4 rows) against the even half, one of the odd bytes against
+// the odd half, and a vpaddd give int32 lane i = w[4i] a[4i] + w[4i+2] a[4i+2] + w[4i+1] a[4i+1]
+// + w[4i+3] a[4i+3]: dot4's lane, the same integer, so the same bits. Per 32 MACs of a row and a
+// token that is 2 vpmaddwd and the FMA on the two multiply pipes (Zen 4, bench_ports), where the
+// sign trick issues vpsignb, vpmaddubsw, vpmaddwd and the FMA. The 4 rows' halves of a block
+// lie side by side (64 bytes per row and block), so a tile reads the panel as one stream.
+// bench_matmul 1 avx2 512 on the Zen 4 VM (process CPU time, GOP/s), sign-trick tile or panel
+// -> this panel: q8_0 86 -> 102, q4_0 89-92 -> 102-103, q5_0 90-92 -> 102-103 at k = 896 (the
+// ffn_up / gate shape); at k = 4864 (ffn_down, where the panel, 38 KiB, leaves L1) q8_0 89 ->
+// 90-94, q4_0 and q5_0 92-94. With the 4 rows one after the other (a stream per row) k = 896
+// gave 92-99. Widening the activations to int16 in memory as well (madd + madd + add in a
+// register-only loop: 7.4 instead of 12.7 cycles per 6 steps for the sign trick) lost end to
+// end, 141 against 157 tok/s: int16 activations double what each tile reads from L2. Here they
+// stay bytes, split in registers once per token and block.
 //
-// Either way the same integer block sums meet the FMAs in the same order per lane (the two
-// half passes of Q32K), so the bits are Q32K's. Before this (bench_matmul 1 avx2 512, Zen 4,
-// best (median) of 6 GOP/s), the sign-trick panel took q5_0 from Q32K's 60 (48) to 78 (66)
-// and q4_0 from 66 (57) to 79 (71), and Q8_0 stayed on Q32K (nothing to decode but |w|).
+// The same integer block sums meet the FMAs in the same order per lane (the two half passes of
+// Q32K), so the bits are Q32K's. Before this (bench_matmul 1 avx2 512, Zen 4, best (median) of
+// 6 GOP/s), a sign-trick panel took q5_0 from Q32K's 60 (48) to 78 (66) and q4_0 from 66 (57)
+// to 79 (71), and Q8_0 stayed on Q32K (nothing to decode but |w|).
 template <TensorType TY>
 struct Q32Panel {
   static_assert(TY == TensorType::Q8_0 || TY == TensorType::Q4_0 || TY == TensorType::Q5_0);
   static constexpr int kT = 3;  // tokens per tile (a panel holds 4 rows)
-  static constexpr bool kWide = EMBER_AVX2_VNNI == 0;  // int16 codes (no VNNI) or sign trick
 
   int64_t k = 0, nb = 0;
-  uint8_t* mag = nullptr;      // kWide: the int16 halves of row r, block b at mag + 64 (4 b + r),
-                               // 8 k bytes, |w|'s room and the codes'; else |w| of row r, block b
-                               // at mag + r * k + 32 b
-  int8_t* codes = nullptr;     // the signed codes, laid out as |w| (sign trick only)
+  uint8_t* halves = nullptr;   // the int16 halves of row r, block b at halves + 64 (4 b + r)
   float* scale = nullptr;      // scale[4 b + r]
-  float* prod = nullptr;       // a tile's scale products: row r, token t, block b at 16 b + 4 t + r
 
-  // Bytes of the panel for k columns: the codes 32-byte aligned, the scales and the products
-  // 16-byte aligned (the table rows are xmm stores).
-  static int64_t bytes(int64_t k) { return 8 * k + 16 * (k / 32) + 64 * (k / 32); }
+  static int64_t bytes(int64_t k) { return 8 * k + 16 * (k / 32); }
 
   void bind(uint8_t* mem, int64_t k_) {
     k = k_, nb = k_ / 32;
-    mag = mem;
-    codes = reinterpret_cast<int8_t*>(mem + 4 * k);
+    halves = mem;
     scale = reinterpret_cast<float*>(mem + 8 * k);
-    prod = scale + 4 * nb;
   }
 
-  // kWide: the even and the odd half of row r, block b (two ymm).
+  // The even and the odd half of row r, block b (two ymm).
   __m256i* wide(int r, int64_t b) const {
-    return reinterpret_cast<__m256i*>(mag + 64 * (4 * b + r));
+    return reinterpret_cast<__m256i*>(halves + 64 * (4 * b + r));
   }
-  // Otherwise: |w| (or the codes, from codes) of row r, block b.
-  template <class E>
-  E* narrow(E* base, int r, int64_t b) const { return base + r * k + 32 * b; }
 
   void fill(const uint8_t* const* rows) {
     #pragma GCC unroll 4
@@ -453,15 +441,9 @@ struct Q32Panel {
       for (int64_t b = 0; b < nb; ++b) {
         float d, m;
         const __m256i sg = codes32<TY>(rows[r], b, &d, &m);
-        if constexpr (kWide) {
-          __m256i* w = wide(r, b);
-          _mm256_store_si256(w, even16(sg));
-          _mm256_store_si256(w + 1, _mm256_srai_epi16(sg, 8));
-        } else {
-          __m256i* aw = reinterpret_cast<__m256i*>(narrow(mag, r, b));
-          _mm256_store_si256(aw, _mm256_sign_epi8(sg, sg));
-          _mm256_store_si256(reinterpret_cast<__m256i*>(narrow(codes, r, b)), sg);
-        }
+        __m256i* w = wide(r, b);
+        _mm256_store_si256(w, even16(sg));
+        _mm256_store_si256(w + 1, _mm256_srai_epi16(sg, 8));
         scale[4 * b + r] = d;
       }
     }
@@ -473,20 +455,6 @@ struct Q32Panel {
   // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r].
   template <int T>
   void tile(const Activations& a, int64_t t0, int64_t m, int64_t i, float* y) const {
-    if constexpr (!kWide) {
-      // The tile's scale products for every block first, so that the passes broadcast each
-      // from memory (a load). Made block by block inside the pass, GCC turned the broadcasts
-      // into shuffles, two vector uops per (row, token, block) beside the five of the dot
-      // product.
-      for (int64_t b = 0; b < nb; ++b) {
-        const __m128 wd = _mm_load_ps(scale + 4 * b);
-        #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) {
-          const __m128 ad = _mm_broadcast_ss(a.d + (t0 + t) * nb + b);
-          _mm_store_ps(prod + 16 * b + 4 * t, _mm_mul_ps(wd, ad));
-        }
-      }
-    }
     __m256 even[4][T], odd[4][T];
     half_pass<T, 0>(a, t0, even);
     half_pass<T, 1>(a, t0, odd);
@@ -505,40 +473,21 @@ struct Q32Panel {
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
     const int8_t* q = a.q + t0 * k;
     for (int64_t b = H; b < nb; b += 2) {
-      if constexpr (kWide) {
-        // Token by token: its bytes split once for the 4 rows; the rows' scale products wd * ad
-        // in one vmulps, row r's put in every lane by a shufps (a broadcast from a table of
-        // products, as the sign-trick panel below does, measured slower here).
-        const __m256 wd = _mm256_broadcast_ps(reinterpret_cast<const __m128*>(scale + 4 * b));
-        #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) {
-          const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + t * k + 32 * b));
-          const __m256i ae = even16(av), ao = _mm256_srai_epi16(av, 8);
-          const __m256 s = _mm256_mul_ps(wd, _mm256_broadcast_ss(a.d + (t0 + t) * nb + b));
-          #pragma GCC unroll 4
-          for (int r = 0; r < 4; ++r) {
-            const __m256i* w = wide(r, b);
-            const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(ae, _mm256_load_si256(w)),
-                                               _mm256_madd_epi16(ao, _mm256_load_si256(w + 1)));
-            acc[r][t] = _mm256_fmadd_ps(lane_bcast(s, r), _mm256_cvtepi32_ps(p), acc[r][t]);
-          }
-        }
-      } else {
-        const __m256i ones = _mm256_set1_epi16(1);
-        const float* sc = prod + 16 * b;
+      // Token by token: its bytes split once for the 4 rows; the rows' scale products wd * ad
+      // in one vmulps, row r's put in every lane by a shufps (a broadcast from a table of
+      // products measured slower here).
+      const __m256 wd = _mm256_broadcast_ps(reinterpret_cast<const __m128*>(scale + 4 * b));
+      #pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + t * k + 32 * b));
+        const __m256i ae = even16(av), ao = _mm256_srai_epi16(av, 8);
+        const __m256 s = _mm256_mul_ps(wd, _mm256_broadcast_ss(a.d + (t0 + t) * nb + b));
         #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
-          const __m256i aw = _mm256_load_si256(reinterpret_cast<const __m256i*>(narrow(mag, r, b)));
-          const __m256i sw =
-              _mm256_load_si256(reinterpret_cast<const __m256i*>(narrow(codes, r, b)));
-          #pragma GCC unroll 4
-          for (int t = 0; t < T; ++t) {
-            const auto* ap = reinterpret_cast<const __m256i*>(q + t * k + 32 * b);
-            const __m256i av = _mm256_loadu_si256(ap);
-            const __m256i p = dot4(aw, _mm256_sign_epi8(av, sw), ones);
-            const __m256 s = _mm256_broadcast_ss(sc + 4 * t + r);
-            acc[r][t] = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(p), acc[r][t]);
-          }
+          const __m256i* w = wide(r, b);
+          const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(ae, _mm256_load_si256(w)),
+                                             _mm256_madd_epi16(ao, _mm256_load_si256(w + 1)));
+          acc[r][t] = _mm256_fmadd_ps(lane_bcast(s, r), _mm256_cvtepi32_ps(p), acc[r][t]);
         }
       }
     }

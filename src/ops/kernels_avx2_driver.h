@@ -18,8 +18,9 @@
 #include "ops/prefetch.h"
 
 // Which build of the AVX2 kernel source this translation unit is. kernels_avx2.cpp is compiled
-// three times, with only the int8 dot products of the 32-block types differing (dot4 and the
-// Q8_0 tile's bias form, the same integers):
+// three times, with only the 32-block types' int8 dot products differing (dot4, the bias form
+// of the Q32K tile, and the VNNI builds' prefill panel Q32Vnni, ops/q32_vnni_panel.h: the same
+// integers):
 //   EMBER_AVX2_VNNI 0 (kernels_avx2.cpp): vpmaddubsw + vpmaddwd;
 //   1 (kernels_avxvnni.cpp, -mavxvnni): AVX-VNNI's VEX vpdpbusd on ymm;
 //   2 (kernels_avxvnni_evex.cpp, -mavx512vl -mavx512vnni): the EVEX encoding of the same
