@@ -52,7 +52,7 @@
 template <TensorType TY>
 struct Q32Vnni {
   static_assert(TY == TensorType::Q8_0 || TY == TensorType::Q4_0 || TY == TensorType::Q5_0);
-  static constexpr int kT = 4;  // tokens per tile (a panel holds 4 rows, taken 2 at a time)
+  static constexpr int kT = 8;  // tokens per tile (a panel holds 4 rows, taken 2 at a time)
   static constexpr int32_t kMagic = 0x4B400000;
 
   int64_t k = 0, nb = 0;
@@ -88,10 +88,13 @@ struct Q32Vnni {
     }
   }
 
-  // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r].
+  // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r]. The asm takes
+  // 4 tokens at a time; a table of products covers 8 (one vmulps per row and block), so a
+  // tile of 8 tokens makes one table per row pair for two of them. Fewer than 4 tokens go
+  // through Q32K's tile.
   template <int T>
   void tile(const Activations& a, int64_t t0, int64_t m, int64_t i, float* y) const {
-    if constexpr (T < kT) {
+    if constexpr (T < 4) {
       float out[4 * T];
       Q32K<TY>::template tile<4, T>(rows, a, t0, out);
       #pragma GCC unroll 4
@@ -106,18 +109,27 @@ struct Q32Vnni {
           _mm256_store_ps(prod + 16 * b + 8,
                           _mm256_mul_ps(_mm256_broadcast_ss(scale + 4 * b + 2 * p + 1), ad));
         }
-        alignas(32) float even[8][8], odd[8][8];
-        const uint8_t* pan = pairs + 128 * nb * p;
-        half_pass(pan, a.u + t0 * k, prod, nb, even);
-        half_pass(pan + 128, a.u + t0 * k + 32, prod + 16, nb - 1, odd);
-        #pragma GCC unroll 2
-        for (int r = 0; r < 2; ++r)
-          #pragma GCC unroll 4
-          for (int t = 0; t < 4; ++t)
-            y[(t0 + t) * m + i + 2 * p + r] =
-                tree16(_mm256_load_ps(even[4 * r + t]), _mm256_load_ps(odd[4 * r + t]));
+        four_tokens(a, t0, 0, 2 * p, m, i, y);
+        if constexpr (T == 8) four_tokens(a, t0, 4, 2 * p, m, i, y);
       }
+      if constexpr (T > 4 && T < 8) tile<T - 4>(a, t0 + 4, m, i, y);
     }
+  }
+
+  // Tokens [t0 + s, t0 + s + 4) of the row pair starting at row r0, products in the table.
+  void four_tokens(const Activations& a, int64_t t0, int s, int r0, int64_t m, int64_t i,
+                   float* y) const {
+    alignas(32) float even[8][8], odd[8][8];
+    const uint8_t* pan = pairs + 128 * nb * (r0 / 2);
+    const uint8_t* act = a.u + (t0 + s) * k;
+    half_pass(pan, act, prod + s, nb, even);
+    half_pass(pan + 128, act + 32, prod + 16 + s, nb - 1, odd);
+    #pragma GCC unroll 2
+    for (int r = 0; r < 2; ++r)
+      #pragma GCC unroll 4
+      for (int t = 0; t < 4; ++t)
+        y[(t0 + s + t) * m + i + r0 + r] =
+            tree16(_mm256_load_ps(even[4 * r + t]), _mm256_load_ps(odd[4 * r + t]));
   }
 
   // Blocks 0, 2, 4, .. < n of the pair at pan (tokens at act, products at prd, both moved to
