@@ -58,6 +58,12 @@ const KernelTable& avx512vnni_kernels();  // ... and AVX512_VNNI (the same sourc
 // 77-78. Measured once per process.
 int64_t avx2_tile_l2_budget();
 
+// Batches of up to this many tokens take the decode walk (tile_driver.h: two row streams,
+// each row read from memory once for all the tokens) and its prefetch (prefetch.h); larger
+// ones are prefill, whose tiles reread rows from the caches, through the row panels where a
+// kernel has them (and only there are a.u and a.dt read: matmul.cpp makes them for prefill).
+inline constexpr int64_t kStreamTokens = 8;
+
 // Bytes of one weight row of k elements (k a multiple of the block size).
 int64_t weight_row_bytes(gguf::TensorType type, int64_t k);
 

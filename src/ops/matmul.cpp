@@ -123,8 +123,9 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
     s.d8.resize(size_t(n * nb * 8));
     a.d8 = s.d8.data();
   }
-  // u and dt are read by the ymm VNNI kernels alone (kernels_avx2.cpp, Q32Vnni).
-  const bool with_u = f == ActFormat::q8_0 &&
+  // u and dt are read by the ymm VNNI builds' prefill panel alone (kernels_avx2.cpp, Q32Vnni),
+  // never by decode or a small batch (kStreamTokens).
+  const bool with_u = f == ActFormat::q8_0 && n > detail::kStreamTokens &&
                       (level == SimdLevel::avxvnni || level == SimdLevel::avxvnni_evex);
   uint8_t* u = nullptr;
   if (with_u) {

@@ -19,12 +19,8 @@ namespace {
 
 constexpr int64_t kDecodePrefetchBytes = 2048;
 
-// Batches of up to this many tokens take the decode walk (tile_driver.h: two row streams,
-// each row read from memory once for all the tokens) and its prefetch; larger ones are
-// prefill, whose tiles reread rows from the caches.
-constexpr int64_t kStreamTokens = 8;
-
-// Whether a tile prefetches: a decode tile, or any tile of a streamed small batch.
+// Whether a tile prefetches: a decode tile, or any tile of a streamed small batch
+// (kStreamTokens, kernels.h).
 template <int T>
 inline bool streamed(int64_t tokens) {
   return T == 1 || tokens <= kStreamTokens;

@@ -107,9 +107,9 @@ struct Q32Vnni {
       for (int p = 0; p < 2; ++p) {
         for (int64_t b = 0; b < nb; ++b) {
           const __m256 ad = _mm256_loadu_ps(a.dt + b * a.n + t0);
-          _mm256_store_ps(prod + 16 * b, _mm256_mul_ps(_mm256_broadcast_ss(scale + 4 * b + 2 * p), ad));
-          _mm256_store_ps(prod + 16 * b + 8,
-                          _mm256_mul_ps(_mm256_broadcast_ss(scale + 4 * b + 2 * p + 1), ad));
+          const float* wd = scale + 4 * b + 2 * p;
+          _mm256_store_ps(prod + 16 * b, _mm256_mul_ps(_mm256_broadcast_ss(wd), ad));
+          _mm256_store_ps(prod + 16 * b + 8, _mm256_mul_ps(_mm256_broadcast_ss(wd + 1), ad));
         }
         four_tokens(a, t0, 0, 2 * p, m, i, y);
         if constexpr (T == 8) four_tokens(a, t0, 4, 2 * p, m, i, y);
