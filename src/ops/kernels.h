@@ -21,9 +21,10 @@ struct Activations {
   const int8_t* q = nullptr;
   const float* d = nullptr;
   const float* d8 = nullptr;  // 32-blocks on zmm paths only: d8[t*nb*8 + 8b + l] = d[t*nb + b]
-  // 32-blocks on the ymm VNNI paths only (kernels_avx2.cpp, Q32Vnni): the codes as vpdpbusd's
-  // unsigned operand, u[t*k + j] = q[t*k + j] + 128 (64-byte aligned rows when k % 64 == 0),
-  // and the scales block-major, dt[b*n + t] = d[t*nb + b] (8 floats of padding after).
+  // 32-blocks on the ymm VNNI paths only, and only for prefill (n > kStreamTokens, the calls
+  // that reach the panel Q32Vnni; null otherwise): the codes as vpdpbusd's unsigned operand,
+  // u[t*k + j] = q[t*k + j] + 128 (64-byte aligned rows when k % 64 == 0), and the scales
+  // block-major, dt[b*n + t] = d[t*nb + b] (8 floats of padding after).
   const uint8_t* u = nullptr;
   const float* dt = nullptr;
   const int32_t* sum = nullptr;

@@ -134,8 +134,8 @@ struct Q32Vnni {
             tree16(_mm256_load_ps(even[4 * r + t]), _mm256_load_ps(odd[4 * r + t]));
   }
 
-  // Blocks 0, 2, 4, .. < n of the pair at pan (tokens at act, products at prd, both moved to
-  // the first block already) into out[4 r + t]: 8 lanes per row and token.
+  // Blocks 0, 2, 4, .. < n of the pair at pan (tokens at act, products at prd, all three at
+  // their first block already) into out[4 r + t]: 8 lanes per row and token.
   void half_pass(const uint8_t* pan, const uint8_t* act, const float* prd, int64_t n,
                  float (&out)[8][8]) const {
     int64_t count = (n + 1) / 2;
