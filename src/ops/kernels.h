@@ -27,6 +27,12 @@ struct Activations {
   // block-major, dt[b*n + t] = d[t*nb + b] (8 floats of padding after).
   const uint8_t* u = nullptr;
   const float* dt = nullptr;
+  // 32-blocks on the avx2 path only, and only for prefill (the panel Q32Panel): each block's
+  // codes in pair order, bytes 0-15 = elements 4i, 4i + 1 (i = 0..7), bytes 16-31 = elements
+  // 4i + 2, 4i + 3; and the scales of tokens t and t + 1 side by side, dp[2 (t*nb + b) + j] =
+  // d[(t + j)*nb + b] (j = 0, 1; the last token's second is its own).
+  const int8_t* qp = nullptr;
+  const float* dp = nullptr;
   const int32_t* sum = nullptr;
   const int16_t* bsums = nullptr;
 };
@@ -62,7 +68,8 @@ int64_t avx2_tile_l2_budget();
 // Batches of up to this many tokens take the decode walk (tile_driver.h: two row streams,
 // each row read from memory once for all the tokens) and its prefetch (prefetch.h); larger
 // ones are prefill, whose tiles reread rows from the caches, through the row panels where a
-// kernel has them (and only there are a.u and a.dt read: matmul.cpp makes them for prefill).
+// kernel has them (and only there are a.u, a.dt, a.qp and a.dp read: matmul.cpp makes them
+// for prefill).
 inline constexpr int64_t kStreamTokens = 8;
 
 // Bytes of one weight row of k elements (k a multiple of the block size).

@@ -388,118 +388,12 @@ struct Q32K {
 // ---- Q8_0 / Q4_0 / Q5_0 prefill: each row block decoded once per token chunk --------------
 // A Q32K tile decodes its R rows' blocks again for every T = 3 tokens, and for Q5_0 that
 // decode is as much work as the dot products. In prefill the 4 rows of a row block are decoded
-// once per token chunk instead, into a panel (8 bytes per column and row group, so in L1 up to
-// k = 3072), with the f32 block scales; a token tile then does no decoding. This is the panel
-// of the build without VNNI; the VNNI builds take Q32Vnni (ops/q32_vnni_panel.h).
-//
-// The panel holds the codes widened to int16 and split by parity, even elements (0, 2, .., 30)
-// then odd ones: one vpmaddwd of the token's even bytes (sign-extended in place by two shifts,
-// once per token and block for the 4 rows) against the even half, one of the odd bytes against
-// the odd half, and a vpaddd give int32 lane i = w[4i] a[4i] + w[4i+2] a[4i+2] + w[4i+1] a[4i+1]
-// + w[4i+3] a[4i+3]: dot4's lane, the same integer, so the same bits. Per 32 MACs of a row and a
-// token that is 2 vpmaddwd and the FMA on the two multiply pipes (Zen 4, bench_ports), where the
-// sign trick issues vpsignb, vpmaddubsw, vpmaddwd and the FMA. The 4 rows' halves of a block
-// lie side by side (64 bytes per row and block), so a tile reads the panel as one stream.
-// bench_matmul 1 avx2 512 on the Zen 4 VM (process CPU time, GOP/s), sign-trick tile or panel
-// -> this panel: q8_0 86 -> 102, q4_0 89-92 -> 102-103, q5_0 90-92 -> 102-103 at k = 896 (the
-// ffn_up / gate shape); at k = 4864 (ffn_down, where the panel, 38 KiB, leaves L1) q8_0 89 ->
-// 90-94, q4_0 and q5_0 92-94. With the 4 rows one after the other (a stream per row) k = 896
-// gave 92-99. Widening the activations to int16 in memory as well (madd + madd + add in a
-// register-only loop: 7.4 instead of 12.7 cycles per 6 steps for the sign trick) lost end to
-// end, 141 against 157 tok/s: int16 activations double what each tile reads from L2. Here they
-// stay bytes, split in registers once per token and block.
-//
-// The same integer block sums meet the FMAs in the same order per lane (the two half passes of
-// Q32K), so the bits are Q32K's. Before this (bench_matmul 1 avx2 512, Zen 4, best (median) of
-// 6 GOP/s), a sign-trick panel took q5_0 from Q32K's 60 (48) to 78 (66) and q4_0 from 66 (57)
-// to 79 (71), and Q8_0 stayed on Q32K (nothing to decode but |w|).
-template <TensorType TY>
-struct Q32Panel {
-  static_assert(TY == TensorType::Q8_0 || TY == TensorType::Q4_0 || TY == TensorType::Q5_0);
-  static constexpr int kT = 3;  // tokens per tile (a panel holds 4 rows)
-
-  int64_t k = 0, nb = 0;
-  uint8_t* halves = nullptr;   // the int16 halves of row r, block b at halves + 64 (4 b + r)
-  float* scale = nullptr;      // scale[4 b + r]
-
-  static int64_t bytes(int64_t k) { return 8 * k + 16 * (k / 32); }
-
-  void bind(uint8_t* mem, int64_t k_) {
-    k = k_, nb = k_ / 32;
-    halves = mem;
-    scale = reinterpret_cast<float*>(mem + 8 * k);
-  }
-
-  // The even and the odd half of row r, block b (two ymm).
-  __m256i* wide(int r, int64_t b) const {
-    return reinterpret_cast<__m256i*>(halves + 64 * (4 * b + r));
-  }
-
-  void fill(const uint8_t* const* rows) {
-    #pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r) {
-      for (int64_t b = 0; b < nb; ++b) {
-        float d, m;
-        const __m256i sg = codes32<TY>(rows[r], b, &d, &m);
-        __m256i* w = wide(r, b);
-        _mm256_store_si256(w, even16(sg));
-        _mm256_store_si256(w + 1, _mm256_srai_epi16(sg, 8));
-        scale[4 * b + r] = d;
-      }
-    }
-  }
-
-  // The even bytes of x sign-extended to int16 in place (the odd ones: srai 8).
-  static __m256i even16(__m256i x) { return _mm256_srai_epi16(_mm256_slli_epi16(x, 8), 8); }
-
-  // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r].
-  template <int T>
-  void tile(const Activations& a, int64_t t0, int64_t m, int64_t i, float* y) const {
-    __m256 even[4][T], odd[4][T];
-    half_pass<T, 0>(a, t0, even);
-    half_pass<T, 1>(a, t0, odd);
-    #pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r)
-      #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) y[(t0 + t) * m + i + r] = tree16(even[r][t], odd[r][t]);
-  }
-
-  template <int T, int H>
-  void half_pass(const Activations& a, int64_t t0, __m256 (&res)[4][T]) const {
-    __m256 acc[4][T];
-    #pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r)
-      #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-    const int8_t* q = a.q + t0 * k;
-    for (int64_t b = H; b < nb; b += 2) {
-      // Token by token: its bytes split once for the 4 rows; the rows' scale products wd * ad
-      // in one vmulps, row r's put in every lane by a shufps (a broadcast from a table of
-      // products measured slower here).
-      const __m256 wd = _mm256_broadcast_ps(reinterpret_cast<const __m128*>(scale + 4 * b));
-      #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) {
-        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + t * k + 32 * b));
-        const __m256i ae = even16(av), ao = _mm256_srai_epi16(av, 8);
-        const __m256 s = _mm256_mul_ps(wd, _mm256_broadcast_ss(a.d + (t0 + t) * nb + b));
-        #pragma GCC unroll 4
-        for (int r = 0; r < 4; ++r) {
-          const __m256i* w = wide(r, b);
-          const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(ae, _mm256_load_si256(w)),
-                                             _mm256_madd_epi16(ao, _mm256_load_si256(w + 1)));
-          acc[r][t] = _mm256_fmadd_ps(lane_bcast(s, r), _mm256_cvtepi32_ps(p), acc[r][t]);
-        }
-      }
-    }
-    #pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r)
-      #pragma GCC unroll 4
-      for (int t = 0; t < T; ++t) res[r][t] = acc[r][t];
-  }
-};
-
+// once per token chunk instead, into a panel, and its token tiles do no decoding: Q32Panel
+// (ops/q32_panel.h) in this build, Q32Vnni (ops/q32_vnni_panel.h) in the VNNI builds.
 #if EMBER_AVX2_VNNI
 #include "ops/q32_vnni_panel.h"
+#else
+#include "ops/q32_panel.h"
 #endif
 
 KernelTable make_table() {

@@ -91,8 +91,9 @@ ActFormat act_format(TensorType t) {
 // of matmuls per token; this avoids an allocation each time). One per calling thread.
 struct Scratch {
   std::vector<int8_t> q;
-  std::vector<float> d, d8, dt;
+  std::vector<float> d, d8, dt, dp;
   std::vector<uint8_t> u;  // 64 bytes more than the codes, so that a.u can start on a line
+  std::vector<int8_t> qp;
   std::vector<int32_t> sum;
   std::vector<int16_t> bsums;
 };
@@ -127,12 +128,23 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   // never by decode or a small batch (kStreamTokens).
   const bool with_u = f == ActFormat::q8_0 && n > detail::kStreamTokens &&
                       (level == SimdLevel::avxvnni || level == SimdLevel::avxvnni_evex);
+  // qp (and dt) by the avx2 path's (Q32Panel), likewise.
+  const bool with_qp = f == ActFormat::q8_0 && n > detail::kStreamTokens &&
+                       level == SimdLevel::avx2;
   uint8_t* u = nullptr;
   if (with_u) {
     s.u.resize(size_t(n * k + 64));
     u = s.u.data() + (64 - reinterpret_cast<uintptr_t>(s.u.data()) % 64) % 64;
-    s.dt.assign(size_t(n * nb + 8), 0.0f);
     a.u = u;
+  }
+  if (with_qp) {
+    s.qp.resize(size_t(n * k));
+    a.qp = s.qp.data();
+    s.dp.resize(size_t(2 * n * nb));
+    a.dp = s.dp.data();
+  }
+  if (with_u) {
+    s.dt.assign(size_t(n * nb + 8), 0.0f);
     a.dt = s.dt.data();
   }
   // Rows in chunks of at least 8 so a short call is not split into sections smaller than
@@ -154,16 +166,40 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
         // the closure reaches, and reloading them for every byte made this loop 1.8 % of a
         // prefill.
         const int8_t* const q = s.q.data();
-        const float* const d = s.d.data();
-        float* const dt = s.dt.data();
         uint8_t* const uo = u;
         const int64_t j0 = t0 * k, j1 = t1 * k;
         for (int64_t j = j0; j < j1; ++j) uo[j] = uint8_t(q[j] ^ 0x80);
+      }
+      if (with_qp) {
+        // Pair order (ops/kernels.h): element pairs (4i, 4i + 1) first, then (4i + 2, 4i + 3).
+        const int8_t* const q = s.q.data();
+        int8_t* const po = s.qp.data();
+        const int64_t j0 = t0 * k, j1 = t1 * k;
+        for (int64_t j = j0; j < j1; j += 32)
+          for (int i = 0; i < 8; ++i) {
+            po[j + 2 * i] = q[j + 4 * i], po[j + 2 * i + 1] = q[j + 4 * i + 1];
+            po[j + 16 + 2 * i] = q[j + 4 * i + 2], po[j + 16 + 2 * i + 1] = q[j + 4 * i + 3];
+          }
+      }
+      if (with_u) {
+        const float* const d = s.d.data();
+        float* const dt = s.dt.data();
         for (int64_t t = t0; t < t1; ++t)
           for (int64_t b = 0; b < nb; ++b) dt[b * n + t] = d[t * nb + b];
       }
     }
   });
+  // dp pairs each token's scales with the next token's, which another thread may quantize:
+  // a second section, once all of d is there.
+  if (with_qp)
+    pool.parallel_for((n + kRows - 1) / kRows, [&](int64_t c0, int64_t c1) {
+      const float* const d = s.d.data();
+      float* const dp = s.dp.data();
+      for (int64_t t = c0 * kRows, t1 = std::min(n, c1 * kRows); t < t1; ++t) {
+        const float* d1 = d + (t + 1 < n ? t + 1 : t) * nb;
+        for (int64_t b = 0; b < nb; ++b) dp[2 * (t * nb + b)] = d[t * nb + b], dp[2 * (t * nb + b) + 1] = d1[b];
+      }
+    });
 }
 
 void check_matrix(const WeightMatrix& W, int64_t k) {

@@ -164,6 +164,24 @@ TEST(Matmul, TilesRemaindersAndTokenChunksMatchScalar) {
   }
 }
 
+// The avx2 panel (ops/q32_panel.h) walks the blocks in chunks of 32, even and odd blocks
+// apart, and the tokens in pairs: 67 blocks (chunks of 32, 32 and 3, the last one ending on an
+// even block) and 19 tokens (a single last token) must still give the scalar bits.
+TEST(Matmul, OddBlockCountsAndTokenPairsMatchScalar) {
+  std::mt19937 rng(23);
+  const int64_t k = 32 * 67, m = 9, n = 19;
+  for (TensorType type : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0}) {
+    const auto w = random_weights(type, m, k, rng);
+    const ops::WeightMatrix W{type, w.data(), m, k};
+    const auto x = random_acts(n, k, rng);
+    const auto ref = run(W, x, n, 1, SimdLevel::scalar);
+    for (SimdLevel level : test::simd_levels_under_test()) {
+      const auto y = run(W, x, n, 2, level);
+      ASSERT_EQ(0, std::memcmp(ref.data(), y.data(), ref.size() * 4)) << describe(type, m, k, n, 2, level);
+    }
+  }
+}
+
 // Prefill of n tokens and n decodes of one token give the same bits (contract (b)).
 TEST(Matmul, BatchedEqualsOneTokenAtATime) {
   std::mt19937 rng(11);
