@@ -102,8 +102,8 @@ struct Q32Panel {
         const float* dp = a.dp + 2 * (t * nb + c0);
         const int64_t stride = 2 * p + 1 < T ? k : 0;
         const uint8_t* pan = panel + kBlock * c0;
-        half_pass(pan, act, dp, (c1 - c0 + 1) / 2, stride, c0 == 0, even[p]);
-        half_pass(pan + kBlock, act + 32, dp + 2, (c1 - c0) / 2, stride, c0 == 0, odd[p]);
+        half_pass(pan, act, dp, (c1 - c0 + 1) / 2, stride, c0 == 0, even[p], k);
+        half_pass(pan + kBlock, act + 32, dp + 2, (c1 - c0) / 2, stride, c0 == 0, odd[p], k);
       }
     }
     #pragma GCC unroll 4
@@ -120,9 +120,10 @@ struct Q32Panel {
   // would stall each load) and at acc's values for later ones; the second token at act +
   // stride. Each block's 8 scale products wd[r] * ad[t] are one vmulps of the panel's scales
   // by the pair's two (a.dp), stored to prd for the steps' vbroadcastss (loads, where a
-  // broadcast from a register is a shuffle).
+  // broadcast from a register is a shuffle). The next pair's bytes (2k and 3k on, k the row
+  // length) are prefetched: the tokens come from L2 (bench_matmul +2-3 %).
   static void half_pass(const uint8_t* pan, const int8_t* act, const float* dp, int64_t count,
-                        int64_t stride, bool first, float (&acc)[8][8]) {
+                        int64_t stride, bool first, float (&acc)[8][8], int64_t k) {
     alignas(32) float prd[8];
     // ymm0-7: accumulators (row r, token t in ymm 2r + t); ymm8, ymm9: token 0's halves;
     // ymm10, ymm11: token 1's; ymm12-14: temporaries; ymm15: the block's scale products.
@@ -154,6 +155,8 @@ struct Q32Panel {
         "vbroadcastsd (%[dp]), %%ymm15\n\t"
         "vmulps 256(%[pan]), %%ymm15, %%ymm15\n\t"
         "vmovaps %%ymm15, (%[prd])\n\t"
+        "prefetcht0 (%[act],%[k2],1)\n\t"
+        "prefetcht0 (%[act],%[k3],1)\n\t"
         "vpmovsxbw (%[act]), %%ymm8\n\t"
         "vpmovsxbw 16(%[act]), %%ymm9\n\t"
         "vpmovsxbw (%[act],%[stride],1), %%ymm10\n\t"
@@ -178,7 +181,7 @@ struct Q32Panel {
         "vmovaps %%ymm7, 224(%[acc])\n\t"
         : [pan] "+r"(pan), [act] "+r"(act), [dp] "+r"(dp), [count] "+r"(count)
         : [stride] "r"(stride), [acc] "r"(&acc[0][0]), [prd] "r"(prd),
-          [first] "r"(int64_t(first))
+          [first] "r"(int64_t(first)), [k2] "r"(2 * k), [k3] "r"(3 * k)
         : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
           "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
   }
