@@ -58,11 +58,13 @@ const KernelTable& avx512_kernels();  // only call where the CPU supports AVX-51
 const KernelTable& avx512vnni_kernels();  // ... and AVX512_VNNI (the same source, see below)
 
 // Bytes of activations a token chunk of the AVX2 kernels keeps in L2 (tile_driver.h): half
-// the core's L2, at least 128 KiB and at most 512 KiB, the largest value measured; 256 KiB
+// the core's L2, at least 128 KiB and at most 1 MiB, the largest value measured; 256 KiB
 // where the size is unknown. bench_matmul 1 avx2 512 q8_0 on the Zen 4 VM (1 MiB of L2), GOP/s,
 // 256 -> 512 KiB: 84-86 -> 91-92 at k = 8192 (Llama-3.2-1B's ffn_down), 96-98 -> 102 at
 // k = 2048, the same at k = 896 and 4864; q4_K / q6_K at k = 8192 87-106 / 72-74 -> 105-110 /
-// 77-78. Measured once per process.
+// 77-78. On the Emerald Rapids VM (2 MiB of L2), best of 7 ops::matmul runs, 512 -> 1024 KiB:
+// q8_0 at k = 8192 67-68 -> 69-71 (a panel is filled once per chunk), the same at k = 896 to
+// 4864 and for q4_K. Measured once per process.
 int64_t avx2_tile_l2_budget();
 
 // Batches of up to this many tokens take the decode walk (tile_driver.h: two row streams,

@@ -31,7 +31,7 @@ int64_t avx2_tile_l2_budget() {
   static const int64_t budget = [] {
     const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);  // glibc reads it from cpuid; 0 if unknown
     if (l2 <= 0) return int64_t{256} << 10;
-    return std::clamp(int64_t(l2) / 2, int64_t{128} << 10, int64_t{512} << 10);
+    return std::clamp(int64_t(l2) / 2, int64_t{128} << 10, int64_t{1024} << 10);
   }();
   return budget;
 }

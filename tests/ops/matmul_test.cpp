@@ -136,8 +136,8 @@ TEST(Matmul, EveryPathMatchesScalarBitForBit) {
 }
 
 // Prefill tiles, their remainders and the token chunks (the kernels walk a few hundred KB
-// of activations at a time: at k = 4864 a chunk is 20-110 tokens, depending on the type and
-// the core's L2): every token count from 2 to 13 (each tile remainder of every path), and 150
+// of activations at a time: at k = 4864 a chunk is 20-215 tokens, depending on the type and
+// the core's L2): every token count from 2 to 13 (each tile remainder of every path), and 500
 // tokens (several chunks, with a remainder), for row counts that leave row-block remainders,
 // on every path and 1/2/3 threads, bit for bit against the scalar reference.
 TEST(Matmul, TilesRemaindersAndTokenChunksMatchScalar) {
@@ -147,13 +147,13 @@ TEST(Matmul, TilesRemaindersAndTokenChunksMatchScalar) {
     const int64_t m = 11;
     const auto w = random_weights(type, m, k, rng);
     const ops::WeightMatrix W{type, w.data(), m, k};
-    const auto x = random_acts(150, k, rng);
-    const auto ref = run(W, x, 150, 1, SimdLevel::scalar);
+    const auto x = random_acts(500, k, rng);
+    const auto ref = run(W, x, 500, 1, SimdLevel::scalar);
     for (SimdLevel level : test::simd_levels_under_test()) {
       for (int threads : {1, 2, 3}) {
-        const auto y = run(W, x, 150, threads, level);
+        const auto y = run(W, x, 500, threads, level);
         ASSERT_EQ(0, std::memcmp(ref.data(), y.data(), ref.size() * 4))
-            << describe(type, m, k, 150, threads, level);
+            << describe(type, m, k, 500, threads, level);
       }
       for (int64_t n = 2; n <= 13; ++n) {
         const auto y = run(W, x, n, 2, level);  // the first n tokens: a prefix of ref
