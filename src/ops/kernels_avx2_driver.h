@@ -140,7 +140,8 @@ void run_panels(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t
   const int64_t rb = weight_row_bytes(K::kType, W.cols);
   // Whole panel tiles per chunk (token_chunk rounds to K's tile): 512 tokens at k = 2048 were
   // chunks of 510 and 2, each row block filled twice and a tile of 6 and one of 2 left over.
-  const int64_t chunk = token_chunk<K>(a.k) < P::kT ? P::kT : token_chunk<K>(a.k) / P::kT * P::kT;
+  const int64_t whole = token_chunk<K>(a.k) / P::kT * P::kT;
+  const int64_t chunk = whole < P::kT ? P::kT : whole;
   for (int64_t t0 = 0; t0 < a.n; t0 += chunk) {
     const int64_t t1 = a.n < t0 + chunk ? a.n : t0 + chunk;
     int64_t i = r0;

@@ -128,7 +128,7 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   // never by decode or a small batch (kStreamTokens).
   const bool with_u = f == ActFormat::q8_0 && n > detail::kStreamTokens &&
                       (level == SimdLevel::avxvnni || level == SimdLevel::avxvnni_evex);
-  // qp (and dt) by the avx2 path's (Q32Panel), likewise.
+  // qp and dp by the avx2 path's (Q32Panel), likewise.
   const bool with_qp = f == ActFormat::q8_0 && n > detail::kStreamTokens &&
                        level == SimdLevel::avx2;
   uint8_t* u = nullptr;
@@ -136,16 +136,14 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
     s.u.resize(size_t(n * k + 64));
     u = s.u.data() + (64 - reinterpret_cast<uintptr_t>(s.u.data()) % 64) % 64;
     a.u = u;
+    s.dt.assign(size_t(n * nb + 8), 0.0f);
+    a.dt = s.dt.data();
   }
   if (with_qp) {
     s.qp.resize(size_t(n * k));
     a.qp = s.qp.data();
     s.dp.resize(size_t(2 * n * nb));
     a.dp = s.dp.data();
-  }
-  if (with_u) {
-    s.dt.assign(size_t(n * nb + 8), 0.0f);
-    a.dt = s.dt.data();
   }
   // Rows in chunks of at least 8 so a short call is not split into sections smaller than
   // their hand-off.
@@ -166,9 +164,13 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
         // the closure reaches, and reloading them for every byte made this loop 1.8 % of a
         // prefill.
         const int8_t* const q = s.q.data();
+        const float* const d = s.d.data();
+        float* const dt = s.dt.data();
         uint8_t* const uo = u;
         const int64_t j0 = t0 * k, j1 = t1 * k;
         for (int64_t j = j0; j < j1; ++j) uo[j] = uint8_t(q[j] ^ 0x80);
+        for (int64_t t = t0; t < t1; ++t)
+          for (int64_t b = 0; b < nb; ++b) dt[b * n + t] = d[t * nb + b];
       }
       if (with_qp) {
         // Pair order (ops/kernels.h): element pairs (4i, 4i + 1) first, then (4i + 2, 4i + 3).
@@ -181,12 +183,6 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
             po[j + 16 + 2 * i] = q[j + 4 * i + 2], po[j + 16 + 2 * i + 1] = q[j + 4 * i + 3];
           }
       }
-      if (with_u) {
-        const float* const d = s.d.data();
-        float* const dt = s.dt.data();
-        for (int64_t t = t0; t < t1; ++t)
-          for (int64_t b = 0; b < nb; ++b) dt[b * n + t] = d[t * nb + b];
-      }
     }
   });
   // dp pairs each token's scales with the next token's, which another thread may quantize:
@@ -196,8 +192,10 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
       const float* const d = s.d.data();
       float* const dp = s.dp.data();
       for (int64_t t = c0 * kRows, t1 = std::min(n, c1 * kRows); t < t1; ++t) {
-        const float* d1 = d + (t + 1 < n ? t + 1 : t) * nb;
-        for (int64_t b = 0; b < nb; ++b) dp[2 * (t * nb + b)] = d[t * nb + b], dp[2 * (t * nb + b) + 1] = d1[b];
+        const float* const d0 = d + t * nb;
+        const float* const d1 = d + (t + 1 < n ? t + 1 : t) * nb;
+        float* const out = dp + 2 * t * nb;
+        for (int64_t b = 0; b < nb; ++b) out[2 * b] = d0[b], out[2 * b + 1] = d1[b];
       }
     });
 }
