@@ -390,11 +390,32 @@ struct Q32K {
 // decode is as much work as the dot products. In prefill the 4 rows of a row block are decoded
 // once per token chunk instead, into a panel, and its token tiles do no decoding: Q32Panel
 // (ops/q32_panel.h) in this build, Q32Vnni (ops/q32_vnni_panel.h) in the VNNI builds.
+//
+// Both keep a tile's 8 accumulators in ymm0-7 (32-byte rows of an array operand when they
+// leave the registers); these three pieces of their asm are shared.
+#define EMBER_ASM_ZERO_ACC                                                                  \
+  "vxorps %%ymm0, %%ymm0, %%ymm0\n\t" "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"                  \
+  "vxorps %%ymm2, %%ymm2, %%ymm2\n\t" "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"                  \
+  "vxorps %%ymm4, %%ymm4, %%ymm4\n\t" "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"                  \
+  "vxorps %%ymm6, %%ymm6, %%ymm6\n\t" "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
+#define EMBER_ASM_LOAD_ACC(OP)                                                              \
+  "vmovaps 0(%[" OP "]), %%ymm0\n\t" "vmovaps 32(%[" OP "]), %%ymm1\n\t"                   \
+  "vmovaps 64(%[" OP "]), %%ymm2\n\t" "vmovaps 96(%[" OP "]), %%ymm3\n\t"                  \
+  "vmovaps 128(%[" OP "]), %%ymm4\n\t" "vmovaps 160(%[" OP "]), %%ymm5\n\t"                \
+  "vmovaps 192(%[" OP "]), %%ymm6\n\t" "vmovaps 224(%[" OP "]), %%ymm7\n\t"
+#define EMBER_ASM_STORE_ACC(OP)                                                             \
+  "vmovaps %%ymm0, 0(%[" OP "])\n\t" "vmovaps %%ymm1, 32(%[" OP "])\n\t"                   \
+  "vmovaps %%ymm2, 64(%[" OP "])\n\t" "vmovaps %%ymm3, 96(%[" OP "])\n\t"                  \
+  "vmovaps %%ymm4, 128(%[" OP "])\n\t" "vmovaps %%ymm5, 160(%[" OP "])\n\t"                \
+  "vmovaps %%ymm6, 192(%[" OP "])\n\t" "vmovaps %%ymm7, 224(%[" OP "])\n\t"
 #if EMBER_AVX2_VNNI
 #include "ops/q32_vnni_panel.h"
 #else
 #include "ops/q32_panel.h"
 #endif
+#undef EMBER_ASM_STORE_ACC
+#undef EMBER_ASM_LOAD_ACC
+#undef EMBER_ASM_ZERO_ACC
 
 KernelTable make_table() {
   KernelTable t = scalar_kernels();

@@ -130,24 +130,10 @@ struct Q32Panel {
     __asm__ volatile(
         "test %[first], %[first]\n\t"
         "jz 3f\n\t"
-        "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"
-        "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"
-        "vxorps %%ymm2, %%ymm2, %%ymm2\n\t"
-        "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"
-        "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"
-        "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"
-        "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"
-        "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
+        EMBER_ASM_ZERO_ACC
         "jmp 4f\n\t"
         "3:\n\t"
-        "vmovaps 0(%[acc]), %%ymm0\n\t"
-        "vmovaps 32(%[acc]), %%ymm1\n\t"
-        "vmovaps 64(%[acc]), %%ymm2\n\t"
-        "vmovaps 96(%[acc]), %%ymm3\n\t"
-        "vmovaps 128(%[acc]), %%ymm4\n\t"
-        "vmovaps 160(%[acc]), %%ymm5\n\t"
-        "vmovaps 192(%[acc]), %%ymm6\n\t"
-        "vmovaps 224(%[acc]), %%ymm7\n\t"
+        EMBER_ASM_LOAD_ACC("acc")
         "4:\n\t"
         "test %[count], %[count]\n\t"
         "jle 2f\n\t"
@@ -171,14 +157,7 @@ struct Q32Panel {
         "dec %[count]\n\t"
         "jnz 1b\n\t"
         "2:\n\t"
-        "vmovaps %%ymm0, 0(%[acc])\n\t"
-        "vmovaps %%ymm1, 32(%[acc])\n\t"
-        "vmovaps %%ymm2, 64(%[acc])\n\t"
-        "vmovaps %%ymm3, 96(%[acc])\n\t"
-        "vmovaps %%ymm4, 128(%[acc])\n\t"
-        "vmovaps %%ymm5, 160(%[acc])\n\t"
-        "vmovaps %%ymm6, 192(%[acc])\n\t"
-        "vmovaps %%ymm7, 224(%[acc])\n\t"
+        EMBER_ASM_STORE_ACC("acc")
         : [pan] "+r"(pan), [act] "+r"(act), [dp] "+r"(dp), [count] "+r"(count)
         : [stride] "r"(stride), [acc] "r"(&acc[0][0]), [prd] "r"(prd),
           [first] "r"(int64_t(first)), [k2] "r"(2 * k), [k3] "r"(3 * k)

@@ -145,14 +145,7 @@ struct Q32Vnni {
     // ymm0-7: accumulators (row r, token t in ymm 4r + t); ymm8, ymm9: the rows' biases;
     // ymm10, ymm11: their codes; ymm12: the token; ymm13, ymm14: temporaries; ymm15: magic.
     __asm__ volatile(
-        "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"
-        "vxorps %%ymm1, %%ymm1, %%ymm1\n\t"
-        "vxorps %%ymm2, %%ymm2, %%ymm2\n\t"
-        "vxorps %%ymm3, %%ymm3, %%ymm3\n\t"
-        "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"
-        "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"
-        "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"
-        "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
+        EMBER_ASM_ZERO_ACC
         "vmovdqu (%[magic]), %%ymm15\n\t"
         "test %[count], %[count]\n\t"
         "jle 2f\n\t"
@@ -171,14 +164,7 @@ struct Q32Vnni {
         "dec %[count]\n\t"
         "jnz 1b\n\t"
         "2:\n\t"
-        "vmovaps %%ymm0, 0(%[out])\n\t"
-        "vmovaps %%ymm1, 32(%[out])\n\t"
-        "vmovaps %%ymm2, 64(%[out])\n\t"
-        "vmovaps %%ymm3, 96(%[out])\n\t"
-        "vmovaps %%ymm4, 128(%[out])\n\t"
-        "vmovaps %%ymm5, 160(%[out])\n\t"
-        "vmovaps %%ymm6, 192(%[out])\n\t"
-        "vmovaps %%ymm7, 224(%[out])\n\t"
+        EMBER_ASM_STORE_ACC("out")
         : [pan] "+r"(pan), [act] "+r"(act), [prd] "+r"(prd), [count] "+r"(count)
         : [magic] "r"(kMagic8), [k] "r"(k), [k3] "r"(k3), [out] "r"(&out[0][0])
         : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
