@@ -107,9 +107,13 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   a.f32 = x;
   if (f == ActFormat::f32) return;
   const int64_t nb = k / (f == ActFormat::q8_K ? gguf::kQKK : gguf::kQK);
-  s.q.resize(size_t(n * k));
+  // The codes start on a cache line: a large vector's data sits 16 bytes into its mapping, and
+  // the K-quant panel's 32-byte token loads then split across lines every other group (2-3 %
+  // of that kernel on the Emerald Rapids VM).
+  s.q.resize(size_t(n * k + 64));
+  int8_t* const q = s.q.data() + (64 - reinterpret_cast<uintptr_t>(s.q.data()) % 64) % 64;
   s.d.resize(size_t(n * nb));
-  a.q = s.q.data();
+  a.q = q;
   a.d = s.d.data();
   if (f == ActFormat::q8_K) {
     s.bsums.resize(size_t(n * (k / 16)));
@@ -151,10 +155,10 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   pool.parallel_for((n + kRows - 1) / kRows, [&](int64_t c0, int64_t c1) {
     const int64_t t0 = c0 * kRows, t1 = std::min(n, c1 * kRows), nt = t1 - t0;
     if (f == ActFormat::q8_K) {
-      detail::quantize_q8_k_rows(x + t0 * k, nt, k, s.q.data() + t0 * k, s.d.data() + t0 * nb,
+      detail::quantize_q8_k_rows(x + t0 * k, nt, k, q + t0 * k, s.d.data() + t0 * nb,
                                  s.bsums.data() + t0 * (k / 16), level);
     } else {
-      detail::quantize_q8_0_rows(x + t0 * k, nt, k, s.q.data() + t0 * k, s.d.data() + t0 * nb,
+      detail::quantize_q8_0_rows(x + t0 * k, nt, k, q + t0 * k, s.d.data() + t0 * nb,
                                  s.sum.data() + t0 * nb, level);
       if (with_d8)
         for (int64_t i = t0 * nb; i < t1 * nb; ++i)
@@ -163,7 +167,6 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
         // Through local copies of every pointer and bound: a byte store may alias anything
         // the closure reaches, and reloading them for every byte made this loop 1.8 % of a
         // prefill.
-        const int8_t* const q = s.q.data();
         const float* const d = s.d.data();
         float* const dt = s.dt.data();
         uint8_t* const uo = u;
@@ -174,7 +177,6 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
       }
       if (with_qp) {
         // Pair order (ops/kernels.h): element pairs (4i, 4i + 1) first, then (4i + 2, 4i + 3).
-        const int8_t* const q = s.q.data();
         int8_t* const po = s.qp.data();
         const int64_t j0 = t0 * k, j1 = t1 * k;
         for (int64_t j = j0; j < j1; j += 32)
