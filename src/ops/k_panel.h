@@ -35,15 +35,24 @@
 // One step: the codes of row R in ymm12, the token's bytes in ymm AV, the group's scales of row
 // R at panel offset SC; into ymm ACC. Q6_K takes 32 times the token's pair sums (ymm OFF) off
 // the products first, as KQuantK does.
-#define EMBER_KP_STEP(AV, ACC, SC)                                 \
-  "vpmaddubsw %%ymm" #AV ", %%ymm12, %%ymm13\n\t"                  \
+// The int16 products in ymm13 against the scales at SC, into ymm ACC: vpmaddwd + vpaddd, or
+// one vpdpwssd in the VNNI builds (the same integers; no vpaddd to crowd the vector ports).
+#if EMBER_AVX2_VNNI == 1
+#define EMBER_KP_DOT2(SC, ACC) "%{vex%} vpdpwssd (" SC ")(%[pan]), %%ymm13, %%ymm" #ACC "\n\t"
+#elif EMBER_AVX2_VNNI == 2
+#define EMBER_KP_DOT2(SC, ACC) "%{evex%} vpdpwssd (" SC ")(%[pan]), %%ymm13, %%ymm" #ACC "\n\t"
+#else
+#define EMBER_KP_DOT2(SC, ACC)                                     \
   "vpmaddwd (" SC ")(%[pan]), %%ymm13, %%ymm13\n\t"                \
   "vpaddd %%ymm13, %%ymm" #ACC ", %%ymm" #ACC "\n\t"
+#endif
+#define EMBER_KP_STEP(AV, ACC, SC)                                 \
+  "vpmaddubsw %%ymm" #AV ", %%ymm12, %%ymm13\n\t"                  \
+  EMBER_KP_DOT2(SC, ACC)
 #define EMBER_KP_STEP6(AV, OFF, ACC, SC)                           \
   "vpmaddubsw %%ymm" #AV ", %%ymm12, %%ymm13\n\t"                  \
   "vpsubw %%ymm" #OFF ", %%ymm13, %%ymm13\n\t"                     \
-  "vpmaddwd (" SC ")(%[pan]), %%ymm13, %%ymm13\n\t"                \
-  "vpaddd %%ymm13, %%ymm" #ACC ", %%ymm" #ACC "\n\t"
+  EMBER_KP_DOT2(SC, ACC)
 // Row R of group G: codes at G * 256 + R * 32, scales 128 bytes on.
 #define EMBER_KP_ROW(G, R, A0, A1)                                 \
   "vmovdqa (" #G " * 256 + " #R " * 32)(%[pan]), %%ymm12\n\t"      \
@@ -80,11 +89,12 @@
   "vcvtdq2ps %%ymm" #I ", %%ymm" #I "\n\t"                         \
   "vbroadcastss (256 + 4 * " #I ")(%[acc]), %%ymm13\n\t"           \
   "vfmadd213ps (32 * " #I ")(%[acc]), %%ymm13, %%ymm" #I "\n\t"
-// ... then acc[I] -= (dmin * ad) * float(mins . bsums), the mins of row R at the panel's kMins,
-// the token's bsums in ymm BS, the product at 288 + 4 I.
+// ... then acc[I] -= (dmin * ad) * (mins . bsums), the 8 products of row R's mins (floats at the
+// panel's kMins) by the token's 32-code sums (a.bsf, in ymm BS): each exact (at most 63 * 4096
+// < 2^24), so the floats of KQuantK's vpmaddwd of the mins by the bsums and its conversion
+// (one multiply-port uop where those were two); the product (dmin * ad) at 288 + 4 I.
 #define EMBER_KP_FMA_MIN(I, R, BS)                                 \
-  "vpmaddwd (%c[mins] + 32 * " #R ")(%[pan]), %%ymm" #BS ", %%ymm14\n\t" \
-  "vcvtdq2ps %%ymm14, %%ymm14\n\t"                                 \
+  "vmulps (%c[mins] + 32 * " #R ")(%[pan]), %%ymm" #BS ", %%ymm14\n\t" \
   "vbroadcastss (288 + 4 * " #I ")(%[acc]), %%ymm13\n\t"           \
   "vfnmadd231ps %%ymm13, %%ymm14, %%ymm" #I "\n\t"
 #define EMBER_KP_STORE(I) "vmovaps %%ymm" #I ", (32 * " #I ")(%[acc])\n\t"
@@ -99,8 +109,8 @@ struct KPanel {
 
   // Super-block b at panel + kSuper * b: group g (elements [32g, 32g + 32)) at 256 g, the 4
   // rows' unsigned codes in logical order (32 bytes each), then their madd operands (the
-  // group's scales as int16, one per product pair); at kMins the rows' mins as int16 pairs m0
-  // m0 m1 m1 ... (Q4_K / Q5_K); at kD the rows' d as floats, rows 0, 0, 1, 1, 2, 2, 3, 3 (to
+  // group's scales as int16, one per product pair); at kMins the rows' 8 mins as floats (Q4_K /
+  // Q5_K); at kD the rows' d as floats, rows 0, 0, 1, 1, 2, 2, 3, 3 (to
   // meet a token pair's two ad); at kDmin their dmin likewise (Q4_K / Q5_K).
   static constexpr int64_t kMins = 2048;
   static constexpr int64_t kD = kQ6 ? 2048 : kMins + 128;
@@ -138,7 +148,10 @@ struct KPanel {
         float* dd = reinterpret_cast<float*>(sb + kD);
         dd[2 * r] = dd[2 * r + 1] = d;
         if constexpr (!kQ6) {
-          _mm256_store_si256(reinterpret_cast<__m256i*>(sb + kMins + 32 * r), mins2);
+          (void)mins2;
+          _mm256_store_ps(reinterpret_cast<float*>(sb + kMins + 32 * r),
+                          _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                              _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scb + 8)))));
           float* dm = reinterpret_cast<float*>(sb + kDmin);
           dm[2 * r] = dm[2 * r + 1] = dmin;
         }
@@ -172,7 +185,7 @@ struct KPanel {
         for (int64_t b = c0; b < c1; ++b)
           ad[b - c0][0] = a.d[t * nb + b], ad[b - c0][1] = a.d[u * nb + b];
         pass(panel + kSuper * c0, a.q + t * k + 256 * c0, (u - t) * k, &ad[0][0],
-             a.bsums + t * (k / 16) + 16 * c0, (u - t) * (k / 16) * 2, c1 - c0, pairs[p], k);
+             a.bsf + t * (k / 32) + 8 * c0, (u - t) * (k / 32) * 4, c1 - c0, pairs[p], k);
       }
     }
     #pragma GCC unroll 4
@@ -184,10 +197,10 @@ struct KPanel {
   }
 
   // count super-blocks (pan, act, ad, bs at the first) of a token pair into pa; the second
-  // token's bytes at act + stride, its bsums at bs + bstride (bytes). The next pair's bytes
+  // token's bytes at act + stride, its 32-code sums (a.bsf) at bs + bstride (bytes). The next pair's bytes
   // (2k and 3k on) are prefetched, as in Q32Panel.
   static void pass(const uint8_t* pan, const int8_t* act, int64_t stride, const float* ad,
-                   const int16_t* bs, int64_t bstride, int64_t count, PairAcc& pa, int64_t k) {
+                   const float* bs, int64_t bstride, int64_t count, PairAcc& pa, int64_t k) {
     if constexpr (kQ6) {
       (void)bs, (void)bstride;
       alignas(32) static const int8_t c32[32] = {32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32,
@@ -219,7 +232,7 @@ struct KPanel {
           : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
             "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
     } else {
-      // ymm0-7: the int32 sums; ymm8, ymm9: the tokens' group, then their bsums; ymm12: a
+      // ymm0-7: the int32 sums; ymm8, ymm9: the tokens' group, then their bsf; ymm12: a
       // row's codes; ymm13, ymm14: temporaries.
       __asm__ volatile(
           "1:\n\t"
@@ -233,8 +246,8 @@ struct KPanel {
           "vmovaps %%ymm13, 256(%[acc])\n\t"
           "vmulps %c[dmin](%[pan]), %%ymm12, %%ymm13\n\t"
           "vmovaps %%ymm13, 288(%[acc])\n\t"
-          "vmovdqu (%[bs]), %%ymm8\n\t"
-          "vmovdqu (%[bs],%[bstride],1), %%ymm9\n\t"
+          "vmovups (%[bs]), %%ymm8\n\t"
+          "vmovups (%[bs],%[bstride],1), %%ymm9\n\t"
           EMBER_KP_EPI(0, 0, 8) EMBER_KP_EPI(1, 0, 9) EMBER_KP_EPI(2, 1, 8)
           EMBER_KP_EPI(3, 1, 9) EMBER_KP_EPI(4, 2, 8) EMBER_KP_EPI(5, 2, 9)
           EMBER_KP_EPI(6, 3, 8) EMBER_KP_EPI(7, 3, 9)
@@ -268,3 +281,4 @@ struct KPanel {
 #undef EMBER_KP_ROW
 #undef EMBER_KP_STEP6
 #undef EMBER_KP_STEP
+#undef EMBER_KP_DOT2

@@ -35,6 +35,10 @@ struct Activations {
   const float* dp = nullptr;
   const int32_t* sum = nullptr;
   const int16_t* bsums = nullptr;
+  // 256-blocks on the AVX2-class paths only, and only for prefill (the K-quant panel, KPanel):
+  // the sums of each 32 codes as floats, bsf[t*(k/32) + j] = bsums[t*(k/16) + 2j] +
+  // bsums[t*(k/16) + 2j + 1] (exact: at most 32 * 128 in magnitude).
+  const float* bsf = nullptr;
 };
 
 // Computes y[t*m + i] for rows i in [r0, r1) and all n tokens. m = W.rows.
@@ -70,8 +74,8 @@ int64_t avx2_tile_l2_budget();
 // Batches of up to this many tokens take the decode walk (tile_driver.h: two row streams,
 // each row read from memory once for all the tokens) and its prefetch (prefetch.h); larger
 // ones are prefill, whose tiles reread rows from the caches, through the row panels where a
-// kernel has them (and only there are a.u, a.dt, a.qp and a.dp read: matmul.cpp makes them
-// for prefill).
+// kernel has them (and only there are a.u, a.dt, a.qp, a.dp and a.bsf read: matmul.cpp makes
+// them for prefill).
 inline constexpr int64_t kStreamTokens = 8;
 
 // Bytes of one weight row of k elements (k a multiple of the block size).

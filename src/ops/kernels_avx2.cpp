@@ -434,9 +434,9 @@ KernelTable make_table() {
 #endif
   t.q4_1 = run_tiles<Q32K<TensorType::Q4_1>>;
   t.q5_1 = run_tiles<Q32K<TensorType::Q5_1>>;
-  t.q4_k = q4_k_avx2;  // kernels_kquants_avx2.cpp, in every build of this file
-  t.q5_k = q5_k_avx2;
-  t.q6_k = q6_k_avx2;
+  t.q4_k = EMBER_KQUANT(q4_k);  // kernels_kquants_avx2.cpp, built as this file is
+  t.q5_k = EMBER_KQUANT(q5_k);
+  t.q6_k = EMBER_KQUANT(q6_k);
   return t;
 }
 

@@ -28,8 +28,9 @@
 //     AVX-VNNI. Built with ymm16-31 reserved (CMakeLists.txt), so that it has the 16 vector
 //     registers the VEX build has.
 // Each build names its kernel table accessor as kernels.h declares it (EMBER_AVX2_TABLE). The
-// K quants (kernels_kquants_avx2.cpp) are compiled once and shared by the three tables: see
-// dot2_acc below.
+// K quants (kernels_kquants_avx2.cpp) are built the same three ways (kernels_kquants_avxvnni*.cpp):
+// their prefill panel accumulates with vpdpwssd where there is VNNI (ops/k_panel.h), their
+// decode tiles do not (dot2_acc below).
 #ifndef EMBER_AVX2_VNNI
 #define EMBER_AVX2_VNNI 0
 #endif
@@ -49,10 +50,21 @@
 
 namespace ember::ops::detail {
 
-// The K-quant kernels of kernels_kquants_avx2.cpp, for the avx2, avxvnni and avxvnni-evex tables.
-void q4_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
-void q5_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
-void q6_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y);
+// The K-quant kernels of kernels_kquants_avx2.cpp, one build per table like this file's:
+// EMBER_KQUANT(q4_k) is q4_k_avx2, q4_k_avxvnni or q4_k_avxvnni_evex.
+#if EMBER_AVX2_VNNI == 1
+#define EMBER_KQUANT(name) name##_avxvnni
+#elif EMBER_AVX2_VNNI == 2
+#define EMBER_KQUANT(name) name##_avxvnni_evex
+#else
+#define EMBER_KQUANT(name) name##_avx2
+#endif
+void EMBER_KQUANT(q4_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1,
+                        float* y);
+void EMBER_KQUANT(q5_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1,
+                        float* y);
+void EMBER_KQUANT(q6_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1,
+                        float* y);
 
 namespace {
 

@@ -2,7 +2,8 @@
 // canonical-v1 order, so the same bits. Decode walks two far-apart rows (KQuantK, through
 // run_tiles); prefill decodes 4 rows at a time into a panel once per token chunk (KPanel,
 // through run_panels). Compiled with AVX2 flags, everything but the three entry points in an
-// anonymous namespace, as in kernels_avx2.cpp.
+// anonymous namespace, as in kernels_avx2.cpp, and like it built again for the VNNI tables
+// (kernels_kquants_avxvnni.cpp, kernels_kquants_avxvnni_evex.cpp; EMBER_AVX2_VNNI).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "gguf/blocks.h"
@@ -192,13 +193,16 @@ struct KQuantK {
 
 }  // namespace
 
-void q4_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+void EMBER_KQUANT(q4_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1,
+                        float* y) {
   run_panels<KQuantK<TensorType::Q4_K>, KPanel<TensorType::Q4_K>>(W, a, r0, r1, y);
 }
-void q5_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+void EMBER_KQUANT(q5_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1,
+                        float* y) {
   run_panels<KQuantK<TensorType::Q5_K>, KPanel<TensorType::Q5_K>>(W, a, r0, r1, y);
 }
-void q6_k_avx2(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
+void EMBER_KQUANT(q6_k)(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1,
+                        float* y) {
   run_panels<KQuantK<TensorType::Q6_K>, KPanel<TensorType::Q6_K>>(W, a, r0, r1, y);
 }
 

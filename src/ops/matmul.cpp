@@ -96,6 +96,7 @@ struct Scratch {
   std::vector<int8_t> qp;
   std::vector<int32_t> sum;
   std::vector<int16_t> bsums;
+  std::vector<float> bsf;
 };
 
 // Quantizes x (n, k) into s for format f and points a at it. The rows are split across the
@@ -115,9 +116,16 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   s.d.resize(size_t(n * nb));
   a.q = q;
   a.d = s.d.data();
+  // bsf is read by the AVX2-class K-quant panel alone (kernels_kquants_avx2.cpp, KPanel).
+  const bool with_bsf = f == ActFormat::q8_K && n > detail::kStreamTokens &&
+                        simd_base(level) == SimdLevel::avx2;
   if (f == ActFormat::q8_K) {
     s.bsums.resize(size_t(n * (k / 16)));
     a.bsums = s.bsums.data();
+    if (with_bsf) {
+      s.bsf.resize(size_t(n * (k / 32)));
+      a.bsf = s.bsf.data();
+    }
   } else {
     s.sum.resize(size_t(n * nb));
     a.sum = s.sum.data();
@@ -157,6 +165,12 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
     if (f == ActFormat::q8_K) {
       detail::quantize_q8_k_rows(x + t0 * k, nt, k, q + t0 * k, s.d.data() + t0 * nb,
                                  s.bsums.data() + t0 * (k / 16), level);
+      if (with_bsf) {
+        const int16_t* const bs = s.bsums.data();
+        float* const out = s.bsf.data();
+        for (int64_t j = t0 * (k / 32); j < t1 * (k / 32); ++j)
+          out[j] = float(int32_t(bs[2 * j]) + bs[2 * j + 1]);
+      }
     } else {
       detail::quantize_q8_0_rows(x + t0 * k, nt, k, q + t0 * k, s.d.data() + t0 * nb,
                                  s.sum.data() + t0 * nb, level);
