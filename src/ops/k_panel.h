@@ -1,40 +1,37 @@
-// KPanel: the prefill of Q4_K, Q5_K and Q6_K on every AVX2-class path (kernels_kquants_avx2.cpp
-// is compiled once, for avx2, and the VNNI tables take it too). Included inside that file's
-// anonymous namespace after KQuantK, whose block decoding the fill reuses; nothing else may
-// include it.
+// KPanel: the prefill of Q4_K, Q5_K and Q6_K on every AVX2-class path (kernels_kquants_avx2.cpp,
+// built once per table: avx2, avxvnni, avxvnni-evex). Included inside that file's anonymous
+// namespace after KQuantK, whose block decoding the fill reuses; nothing else may include it.
 //
 // A KQuantK tile decodes its row's codes and scales for every few tokens, and for Q6_K that is
 // more work than the dot products; here the 4 rows of a row block are decoded once per token
 // chunk into a panel, and a tile of 4 rows x 2 tokens does no decoding. Per 32 elements of one
-// row and token (a step): vpmaddubsw of the unsigned codes by the token's bytes, vpmaddwd by
-// the group's scales, vpaddd into the super-block's int32 sums; two uops on the two ports of an
-// Intel core that multiply, 1.0 cycle a step at best. Per super-block, row and token, the
-// epilogue (the two FMAs of the canonical order, the second after a vpmaddwd of the mins by the
-// token's bsums) adds 2 or 5 such uops. The C++ form of this tile ran 2.1 cycles a step on an
-// Emerald Rapids core (88-91 GOP/s): its 8 int32 sums and 8 float accumulators do not fit the 16
-// registers with the codes and tokens, and each scale product d * ad was a scalar multiply and
-// a broadcast. Here
+// row and token (a step): vpmaddubsw of the codes by the token's bytes, vpmaddwd by the group's
+// scales, vpaddd into the super-block's int32 sums (vpdpwssd for the last two on the VNNI
+// paths); two uops on the two ports of an Intel core that multiply, 1.0 cycle a step at best.
+// Per super-block, row and token, the epilogue (the two FMAs of the canonical order, the second
+// after the product of the mins by the token's 32-code sums) adds 2 or 4 such uops. The C++
+// form of this tile ran 2.1 cycles a step on an Emerald Rapids core (88-91 GOP/s): its 8 int32
+// sums and 8 float accumulators do not fit the 16 registers with the codes and tokens, and each
+// scale product d * ad was a scalar multiply and a broadcast. Here
 //   - the panel is super-block major, so that a chunk of kChunk super-blocks stays in L1 while
 //     every token pair of the tile passes through it (at k = 4864 the whole panel is 42 KiB);
 //   - one asm statement per token pair and chunk keeps the 8 int32 sums, the pair's two groups
 //     of 32 token bytes and the temporaries in registers, and leaves the 8 float accumulators in
 //     memory, where each is read and written once per super-block;
 //   - each super-block's 8 products d * ad (and dmin * ad) are one vmulps of the panel's 4 rows'
-//     d, each twice, by the pair's two ad side by side, read back by vbroadcastss.
+//     d, each twice, by the pair's two ad side by side, read back by vbroadcastss;
+//   - Q6_K needs no offset per row and token (pass says why).
 //
-// Measured on that core (1 thread, 3.0 GHz): the tile over L1 data, k = 2048, q4_K 1.52 cycles
-// a step (124 GOP/s), q6_K 1.66 (113); in place (ops::matmul, 512 tokens, best of 5-7), q4_K
-// 88-97 -> 100-106 GOP/s at k = 2048 to 8192, q6_K 84-94 -> 99-102. The bound of this form is
-// about 1.3 (the epilogue's 5 uops per row and token on the same two ports).
+// Measured on that core (1 thread, 3.0 GHz, ops::matmul of 512 tokens, best of 5-7, GOP/s; the
+// VM's speed drifts by 10 %, so each pair ran back to back): the tile over L1 data, k = 2048,
+// q4_K 1.52 cycles a step (124 GOP/s), of which the epilogue 0.33; in place q4_K 88-97 -> 100-106
+// on avx2, 118-120 on avxvnni (vpdpwssd), q6_K 84-94 -> 106-132 (avx2), 123-148 (avxvnni).
 //
 // The bits are KQuantK's: the same int32 sums (integer additions in another order), converted
 // by the same vcvtdq2ps, met by the same products in the same two FMAs per super-block (the
 // second as vfnmadd231ps: -(p x) + acc is the same exact value as (-p) x + acc, so the same
 // rounding), then tree8.
 
-// One step: the codes of row R in ymm12, the token's bytes in ymm AV, the group's scales of row
-// R at panel offset SC; into ymm ACC. Q6_K takes 32 times the token's pair sums (ymm OFF) off
-// the products first, as KQuantK does.
 // The int16 products in ymm13 against the scales at SC, into ymm ACC: vpmaddwd + vpaddd, or
 // one vpdpwssd in the VNNI builds (the same integers; no vpaddd to crowd the vector ports).
 #if EMBER_AVX2_VNNI == 1
@@ -46,12 +43,15 @@
   "vpmaddwd (" SC ")(%[pan]), %%ymm13, %%ymm13\n\t"                \
   "vpaddd %%ymm13, %%ymm" #ACC ", %%ymm" #ACC "\n\t"
 #endif
+// One step of Q4_K / Q5_K: the unsigned codes of row R in ymm12 by the token's bytes in ymm AV,
+// then the group's scales of row R at panel offset SC; into ymm ACC.
 #define EMBER_KP_STEP(AV, ACC, SC)                                 \
   "vpmaddubsw %%ymm" #AV ", %%ymm12, %%ymm13\n\t"                  \
   EMBER_KP_DOT2(SC, ACC)
-#define EMBER_KP_STEP6(AV, OFF, ACC, SC)                           \
-  "vpmaddubsw %%ymm" #AV ", %%ymm12, %%ymm13\n\t"                  \
-  "vpsubw %%ymm" #OFF ", %%ymm13, %%ymm13\n\t"                     \
+// One step of Q6_K: the token's bytes + 128 (unsigned, ymm AV) by the signed codes q - 32 at
+// panel offset CODES, then the scales at SC; into ymm ACC.
+#define EMBER_KP_STEP6(AV, ACC, CODES, SC)                         \
+  "vpmaddubsw (" CODES ")(%[pan]), %%ymm" #AV ", %%ymm13\n\t"      \
   EMBER_KP_DOT2(SC, ACC)
 // Row R of group G: codes at G * 256 + R * 32, scales 128 bytes on.
 #define EMBER_KP_ROW(G, R, A0, A1)                                 \
@@ -59,9 +59,8 @@
   EMBER_KP_STEP(8, A0, #G " * 256 + 128 + " #R " * 32")            \
   EMBER_KP_STEP(9, A1, #G " * 256 + 128 + " #R " * 32")
 #define EMBER_KP_ROW6(G, R, A0, A1)                                \
-  "vmovdqa (" #G " * 256 + " #R " * 32)(%[pan]), %%ymm12\n\t"      \
-  EMBER_KP_STEP6(8, 10, A0, #G " * 256 + 128 + " #R " * 32")       \
-  EMBER_KP_STEP6(9, 11, A1, #G " * 256 + 128 + " #R " * 32")
+  EMBER_KP_STEP6(8, A0, #G " * 256 + " #R " * 32", #G " * 256 + 128 + " #R " * 32") \
+  EMBER_KP_STEP6(9, A1, #G " * 256 + " #R " * 32", #G " * 256 + 128 + " #R " * 32")
 // Group G (elements 32 G on) of both tokens, and a prefetch of line L of the next pair's token
 // at PF (k2 or k3 bytes on).
 #define EMBER_KP_TOKENS(G, PF, L)                                  \
@@ -72,10 +71,11 @@
   EMBER_KP_TOKENS(G, PF, L)                                        \
   EMBER_KP_ROW(G, 0, 0, 1) EMBER_KP_ROW(G, 1, 2, 3)                \
   EMBER_KP_ROW(G, 2, 4, 5) EMBER_KP_ROW(G, 3, 6, 7)
+// Q6_K takes the tokens' bytes + 128 (xor 0x80, ymm15), unsigned.
 #define EMBER_KP_GROUP6(G, PF, L)                                  \
-  EMBER_KP_TOKENS(G, PF, L)                                        \
-  "vpmaddubsw %%ymm8, %%ymm15, %%ymm10\n\t"                        \
-  "vpmaddubsw %%ymm9, %%ymm15, %%ymm11\n\t"                        \
+  "vpxor (" #G " * 32)(%[act]), %%ymm15, %%ymm8\n\t"               \
+  "vpxor (" #G " * 32)(%[act],%[stride],1), %%ymm15, %%ymm9\n\t"   \
+  "prefetcht0 (" #L " * 64)(%[act],%[" PF "],1)\n\t"               \
   EMBER_KP_ROW6(G, 0, 0, 1) EMBER_KP_ROW6(G, 1, 2, 3)              \
   EMBER_KP_ROW6(G, 2, 4, 5) EMBER_KP_ROW6(G, 3, 6, 7)
 // The super-block's 8 groups; the prefetch walks the next pair's first token (k2 on) in groups
@@ -108,12 +108,13 @@ struct KPanel {
   static constexpr int kT = 8;  // tokens per tile (a panel holds 4 rows), taken 2 at a time
 
   // Super-block b at panel + kSuper * b: group g (elements [32g, 32g + 32)) at 256 g, the 4
-  // rows' unsigned codes in logical order (32 bytes each), then their madd operands (the
-  // group's scales as int16, one per product pair); at kMins the rows' 8 mins as floats (Q4_K /
-  // Q5_K); at kD the rows' d as floats, rows 0, 0, 1, 1, 2, 2, 3, 3 (to
-  // meet a token pair's two ad); at kDmin their dmin likewise (Q4_K / Q5_K).
+  // rows' codes in logical order (32 bytes each; Q4_K / Q5_K unsigned, Q6_K as q - 32), then
+  // their madd operands (the group's scales as int16, one per product pair); at kMins the rows'
+  // 8 mins as floats (Q4_K / Q5_K) or, for Q6_K, each row's int32 start -C (see pass); at kD
+  // the rows' d as floats, rows 0, 0, 1, 1, 2, 2, 3, 3 (to meet a token pair's two ad); at
+  // kDmin their dmin likewise (Q4_K / Q5_K).
   static constexpr int64_t kMins = 2048;
-  static constexpr int64_t kD = kQ6 ? 2048 : kMins + 128;
+  static constexpr int64_t kD = kMins + 128;
   static constexpr int64_t kDmin = kD + 32;
   static constexpr int64_t kSuper = kQ6 ? kD + 32 : kDmin + 32;
   // Super-blocks per chunk: 17.5 KiB of panel and 16 KiB of a tile's tokens in L1.
@@ -139,12 +140,21 @@ struct KPanel {
         float d, dmin;
         __m256i mins2;
         K::block_header(rows[r], b, &d, &dmin, scb, &mins2);
+        __m256i c = _mm256_setzero_si256();  // Q6_K: sum over groups of 128 (q - 32) . scales
         for (int g = 0; g < 8; ++g) {
-          _mm256_store_si256(reinterpret_cast<__m256i*>(sb + 256 * g + 32 * r),
-                             K::group_codes(rows[r], b, g, m0f));
-          _mm256_store_si256(reinterpret_cast<__m256i*>(sb + 256 * g + 128 + 32 * r),
-                             K::group_scales(scb, g));
+          __m256i codes = K::group_codes(rows[r], b, g, m0f);
+          const __m256i sc = K::group_scales(scb, g);
+          if constexpr (kQ6) {
+            codes = _mm256_sub_epi8(codes, _mm256_set1_epi8(32));
+            c = _mm256_add_epi32(c, _mm256_madd_epi16(
+                _mm256_maddubs_epi16(_mm256_set1_epi8(char(0x80)), codes), sc));
+          }
+          _mm256_store_si256(reinterpret_cast<__m256i*>(sb + 256 * g + 32 * r), codes);
+          _mm256_store_si256(reinterpret_cast<__m256i*>(sb + 256 * g + 128 + 32 * r), sc);
         }
+        if constexpr (kQ6)
+          _mm256_store_si256(reinterpret_cast<__m256i*>(sb + kMins + 32 * r),
+                             _mm256_sub_epi32(_mm256_setzero_si256(), c));
         float* dd = reinterpret_cast<float*>(sb + kD);
         dd[2 * r] = dd[2 * r + 1] = d;
         if constexpr (!kQ6) {
@@ -197,24 +207,35 @@ struct KPanel {
   }
 
   // count super-blocks (pan, act, ad, bs at the first) of a token pair into pa; the second
-  // token's bytes at act + stride, its 32-code sums (a.bsf) at bs + bstride (bytes). The next pair's bytes
-  // (2k and 3k on) are prefetched, as in Q32Panel.
+  // token's bytes at act + stride, its 32-code sums (a.bsf) at bs + bstride (bytes). The next
+  // pair's bytes (2k and 3k on) are prefetched, as in Q32Panel.
   static void pass(const uint8_t* pan, const int8_t* act, int64_t stride, const float* ad,
                    const float* bs, int64_t bstride, int64_t count, PairAcc& pa, int64_t k) {
     if constexpr (kQ6) {
       (void)bs, (void)bstride;
-      alignas(32) static const int8_t c32[32] = {32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32,
-                                                 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32,
-                                                 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
-      // ymm0-7: the int32 sums; ymm8, ymm9: the tokens' group; ymm10, ymm11: their offsets;
-      // ymm12: a row's codes; ymm13, ymm14: temporaries; ymm15: 32 in every byte.
+      // KQuantK's sums are of (q - 32) a over each group's pairs: it takes 32 (a + a') off
+      // vpmaddubsw(q, a), one vpsubw per row and token. Here the token is the unsigned operand,
+      // u = a + 128 (0..255), and the codes the signed one, q - 32 (-32..31): no pair sum
+      // saturates (2 * 255 * 32 < 2^15), and it is (q - 32) a + 128 (q - 32) summed, whose
+      // second part depends on the row alone. So each row's sums start at -C, C the sum over
+      // groups of vpmaddwd(128 (q - 32) pair sums, scales), made by fill: the same integers.
+      alignas(32) static const uint8_t c80[32] = {
+          0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+          0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+          0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80};
+      // ymm0-7: the int32 sums; ymm8, ymm9: the tokens' group + 128; ymm13: the products;
+      // ymm12-14: epilogue temporaries; ymm15: 0x80 in every byte.
       __asm__ volatile(
-          "vmovdqa (%[c32]), %%ymm15\n\t"
+          "vmovdqa (%[c80]), %%ymm15\n\t"
           "1:\n\t"
-          "vpxor %%xmm0, %%xmm0, %%xmm0\n\t" "vpxor %%xmm1, %%xmm1, %%xmm1\n\t"
-          "vpxor %%xmm2, %%xmm2, %%xmm2\n\t" "vpxor %%xmm3, %%xmm3, %%xmm3\n\t"
-          "vpxor %%xmm4, %%xmm4, %%xmm4\n\t" "vpxor %%xmm5, %%xmm5, %%xmm5\n\t"
-          "vpxor %%xmm6, %%xmm6, %%xmm6\n\t" "vpxor %%xmm7, %%xmm7, %%xmm7\n\t"
+          "vmovdqa %c[mins](%[pan]), %%ymm0\n\t"
+          "vmovdqa %c[mins](%[pan]), %%ymm1\n\t"
+          "vmovdqa (%c[mins] + 32)(%[pan]), %%ymm2\n\t"
+          "vmovdqa (%c[mins] + 32)(%[pan]), %%ymm3\n\t"
+          "vmovdqa (%c[mins] + 64)(%[pan]), %%ymm4\n\t"
+          "vmovdqa (%c[mins] + 64)(%[pan]), %%ymm5\n\t"
+          "vmovdqa (%c[mins] + 96)(%[pan]), %%ymm6\n\t"
+          "vmovdqa (%c[mins] + 96)(%[pan]), %%ymm7\n\t"
           EMBER_KP_GROUPS(EMBER_KP_GROUP6)
           "vbroadcastsd (%[ad]), %%ymm12\n\t"
           "vmulps %c[d](%[pan]), %%ymm12, %%ymm13\n\t"
@@ -227,8 +248,8 @@ struct KPanel {
           "dec %[count]\n\t"
           "jnz 1b\n\t"
           : [pan] "+r"(pan), [act] "+r"(act), [ad] "+r"(ad), [count] "+r"(count)
-          : [stride] "r"(stride), [acc] "r"(&pa), [c32] "r"(c32), [k2] "r"(2 * k),
-            [k3] "r"(3 * k), [d] "i"(kD), [super] "i"(kSuper)
+          : [stride] "r"(stride), [acc] "r"(&pa), [c80] "r"(c80), [k2] "r"(2 * k),
+            [k3] "r"(3 * k), [d] "i"(kD), [mins] "i"(kMins), [super] "i"(kSuper)
           : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
             "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
     } else {
