@@ -91,11 +91,11 @@ inline __m256i dot4(__m256i u, __m256i s, __m256i ones16) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones16);
 #endif
 }
-// The K quants keep vpmaddwd + vpaddd on the VNNI paths too (one compiled copy, the avx2 one):
-// with vpdpwssd (one instruction, the same integers) bench_matmul 1 avxvnni-evex 512 on the
-// Zen 4 VM measured q4_K 114 against 119-122 GOP/s for avx2, q5_K 113-114 against 117, q6_K
-// 120-122 against 114 (vpdpwssd puts its latency on the accumulator chain, where vpaddd has 1
-// cycle); without it the VNNI builds matched avx2 (q4_K 119, q5_K 117, q6_K 115).
+// The K quants' decode tiles keep vpmaddwd + vpaddd on the VNNI paths too: with vpdpwssd (one
+// instruction, the same integers) bench_matmul 1 avxvnni-evex 512 on the Zen 4 VM measured a
+// C++ tile of theirs at q4_K 114 against 119-122 GOP/s for avx2 (vpdpwssd puts its latency on
+// the accumulator chain, where vpaddd has 1 cycle). Their prefill panel (ops/k_panel.h), whose
+// 8 sums each take one product per 8 steps, uses vpdpwssd there.
 inline __m256i dot2_acc(__m256i acc, __m256i a16, __m256i b16) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(a16, b16));
 }
