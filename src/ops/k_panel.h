@@ -102,12 +102,12 @@
 #define EMBER_KP_EPI6(I) EMBER_KP_FMA_D(I) EMBER_KP_STORE(I)
 
 template <TensorType TY>
-struct KPanel {
+struct KPanel : BlockPanel<256, 2240> {
   using K = KQuantK<TY>;
   static constexpr bool kQ6 = K::kQ6;
   static constexpr int kT = 8;  // tokens per tile (a panel holds 4 rows), taken 2 at a time
 
-  // Super-block b at panel + kSuper * b: group g (elements [32g, 32g + 32)) at 256 g, the 4
+  // Super-block b at panel + kBlock * b: group g (elements [32g, 32g + 32)) at 256 g, the 4
   // rows' codes in logical order (32 bytes each; Q4_K / Q5_K unsigned, Q6_K as q - 32), then
   // their madd operands (the group's scales as int16, one per product pair); at kMins the rows'
   // 8 mins as floats (Q4_K / Q5_K) or, for Q6_K, each row's int32 start -C (see pass); at kD
@@ -116,26 +116,16 @@ struct KPanel {
   static constexpr int64_t kMins = 2048;
   static constexpr int64_t kD = kMins + 128;
   static constexpr int64_t kDmin = kD + 32;
-  static constexpr int64_t kSuper = kQ6 ? kD + 32 : kDmin + 32;
+  static_assert(kDmin + 32 == kBlock);  // Q6_K leaves the last 32 bytes unused
   // Super-blocks per chunk: 17.5 KiB of panel and 16 KiB of a tile's tokens in L1.
   static constexpr int64_t kChunk = 8;
-
-  int64_t k = 0, nb = 0;
-  uint8_t* panel = nullptr;
-
-  static int64_t bytes(int64_t k) { return kSuper * (k / 256); }
-
-  void bind(uint8_t* mem, int64_t k_) {
-    k = k_, nb = k_ / 256;
-    panel = mem;
-  }
 
   void fill(const uint8_t* const* rows) {
     const __m256i m0f = _mm256_set1_epi8(0x0F);
     #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r)
       for (int64_t b = 0; b < nb; ++b) {
-        uint8_t* sb = panel + kSuper * b;
+        uint8_t* sb = panel + kBlock * b;
         alignas(16) uint8_t scb[16];
         float d, dmin;
         __m256i mins2;
@@ -194,7 +184,7 @@ struct KPanel {
         alignas(8) float ad[kChunk][2];  // the pair's two ad per super-block, side by side
         for (int64_t b = c0; b < c1; ++b)
           ad[b - c0][0] = a.d[t * nb + b], ad[b - c0][1] = a.d[u * nb + b];
-        pass(panel + kSuper * c0, a.q + t * k + 256 * c0, (u - t) * k, &ad[0][0],
+        pass(panel + kBlock * c0, a.q + t * k + 256 * c0, (u - t) * k, &ad[0][0],
              a.bsf + t * (k / 32) + 8 * c0, (u - t) * (k / 32) * 4, c1 - c0, pairs[p], k);
       }
     }
@@ -249,7 +239,7 @@ struct KPanel {
           "jnz 1b\n\t"
           : [pan] "+r"(pan), [act] "+r"(act), [ad] "+r"(ad), [count] "+r"(count)
           : [stride] "r"(stride), [acc] "r"(&pa), [c80] "r"(c80), [k2] "r"(2 * k),
-            [k3] "r"(3 * k), [d] "i"(kD), [mins] "i"(kMins), [super] "i"(kSuper)
+            [k3] "r"(3 * k), [d] "i"(kD), [mins] "i"(kMins), [super] "i"(kBlock)
           : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
             "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
     } else {
@@ -282,7 +272,7 @@ struct KPanel {
             [count] "+r"(count)
           : [stride] "r"(stride), [bstride] "r"(bstride), [acc] "r"(&pa), [k2] "r"(2 * k),
             [k3] "r"(3 * k), [d] "i"(kD), [dmin] "i"(kDmin), [mins] "i"(kMins),
-            [super] "i"(kSuper)
+            [super] "i"(kBlock)
           : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
             "xmm8", "xmm9", "xmm12", "xmm13", "xmm14");
     }

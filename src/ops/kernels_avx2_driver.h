@@ -113,6 +113,22 @@ inline float tree8(__m256 acc) {
 }
 inline float tree16(__m256 lo, __m256 hi) { return tree8(_mm256_add_ps(lo, hi)); }
 
+// The memory of a block-major row panel (Q32Panel, KPanel): a row block's columns as k / E
+// blocks of kBlock = B panel bytes each, at run_panels' allocation.
+template <int64_t E, int64_t B>
+struct BlockPanel {
+  static constexpr int64_t kBlock = B;
+  int64_t k = 0, nb = 0;
+  uint8_t* panel = nullptr;
+
+  static int64_t bytes(int64_t k) { return B * (k / E); }
+
+  void bind(uint8_t* mem, int64_t k_) {
+    k = k_, nb = k_ / E;
+    panel = mem;
+  }
+};
+
 // Lane-valid mask for the tail: lane l of half h is valid when 8h + l < r.
 inline __m256 tail_mask(int r, int h) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);

@@ -40,22 +40,11 @@
   "vfmadd231ps %%ymm14, %%ymm12, %%ymm" #ACC "\n\t"
 
 template <TensorType TY>
-struct Q32Panel {
+struct Q32Panel : BlockPanel<32, 288> {
   static_assert(TY == TensorType::Q8_0 || TY == TensorType::Q4_0 || TY == TensorType::Q5_0);
   static constexpr int kT = 8;  // tokens per tile (a panel holds 4 rows), taken 2 at a time
-  static constexpr int64_t kBlock = 288;  // panel bytes per block
-
-  int64_t k = 0, nb = 0;
   // Block b at panel + 288 b: row r's 32 codes as int16 in pair order at 64 r, then the rows'
   // scales wd as 8 floats, rows 0, 0, 1, 1, 2, 2, 3, 3 (to meet a token pair's two scales).
-  uint8_t* panel = nullptr;
-
-  static int64_t bytes(int64_t k) { return kBlock * (k / 32); }
-
-  void bind(uint8_t* mem, int64_t k_) {
-    k = k_, nb = k_ / 32;
-    panel = mem;
-  }
 
   // A block's 32 codes in pair order (see above): pairs (4i, 4i + 1) within each 128-bit half,
   // then (4i + 2, 4i + 3), then the middle quadwords swapped so the first 16 bytes hold all of
