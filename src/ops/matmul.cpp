@@ -181,22 +181,24 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
         // Through local copies of every pointer and bound: a byte store may alias anything
         // the closure reaches, and reloading them for every byte made this loop 1.8 % of a
         // prefill.
+        const int8_t* const qs = q;
         const float* const d = s.d.data();
         float* const dt = s.dt.data();
         uint8_t* const uo = u;
         const int64_t j0 = t0 * k, j1 = t1 * k;
-        for (int64_t j = j0; j < j1; ++j) uo[j] = uint8_t(q[j] ^ 0x80);
+        for (int64_t j = j0; j < j1; ++j) uo[j] = uint8_t(qs[j] ^ 0x80);
         for (int64_t t = t0; t < t1; ++t)
           for (int64_t b = 0; b < nb; ++b) dt[b * n + t] = d[t * nb + b];
       }
       if (with_qp) {
         // Pair order (ops/kernels.h): element pairs (4i, 4i + 1) first, then (4i + 2, 4i + 3).
+        const int8_t* const qs = q;
         int8_t* const po = s.qp.data();
         const int64_t j0 = t0 * k, j1 = t1 * k;
         for (int64_t j = j0; j < j1; j += 32)
           for (int i = 0; i < 8; ++i) {
-            po[j + 2 * i] = q[j + 4 * i], po[j + 2 * i + 1] = q[j + 4 * i + 1];
-            po[j + 16 + 2 * i] = q[j + 4 * i + 2], po[j + 16 + 2 * i + 1] = q[j + 4 * i + 3];
+            po[j + 2 * i] = qs[j + 4 * i], po[j + 2 * i + 1] = qs[j + 4 * i + 1];
+            po[j + 16 + 2 * i] = qs[j + 4 * i + 2], po[j + 16 + 2 * i + 1] = qs[j + 4 * i + 3];
           }
       }
     }
