@@ -180,11 +180,10 @@ struct KPanel : BlockPanel<256, 2240> {
       const int64_t c1 = c0 + kChunk < nb ? c0 + kChunk : nb;
       #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
+        // The pair's two ad per super-block side by side are a.dp's (a single last token's
+        // second is the next token's, or its own: that copy is not written).
         const int64_t t = t0 + 2 * p, u = 2 * p + 1 < T ? t + 1 : t;
-        alignas(8) float ad[kChunk][2];  // the pair's two ad per super-block, side by side
-        for (int64_t b = c0; b < c1; ++b)
-          ad[b - c0][0] = a.d[t * nb + b], ad[b - c0][1] = a.d[u * nb + b];
-        pass(panel + kBlock * c0, a.q + t * k + 256 * c0, (u - t) * k, &ad[0][0],
+        pass(panel + kBlock * c0, a.q + t * k + 256 * c0, (u - t) * k, a.dp + 2 * (t * nb + c0),
              a.bsf + t * (k / 32) + 8 * c0, (u - t) * (k / 32) * 4, c1 - c0, pairs[p], k);
       }
     }

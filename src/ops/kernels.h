@@ -30,7 +30,8 @@ struct Activations {
   // 32-blocks on the avx2 path only, and only for prefill (the panel Q32Panel): each block's
   // codes in pair order, bytes 0-15 = elements 4i, 4i + 1 (i = 0..7), bytes 16-31 = elements
   // 4i + 2, 4i + 3; and the scales of tokens t and t + 1 side by side, dp[2 (t*nb + b) + j] =
-  // d[(t + j)*nb + b] (j = 0, 1; the last token's second is its own).
+  // d[(t + j)*nb + b] (j = 0, 1; the last token's second is its own). dp also for 256-blocks
+  // on the AVX2-class paths (prefill, the K-quant panel KPanel).
   const int8_t* qp = nullptr;
   const float* dp = nullptr;
   const int32_t* sum = nullptr;

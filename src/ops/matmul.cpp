@@ -116,7 +116,7 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   s.d.resize(size_t(n * nb));
   a.q = q;
   a.d = s.d.data();
-  // bsf is read by the AVX2-class K-quant panel alone (kernels_kquants_avx2.cpp, KPanel).
+  // bsf (and dp, below) is read by the AVX2-class K-quant panel alone (KPanel, ops/k_panel.h).
   const bool with_bsf = f == ActFormat::q8_K && n > detail::kStreamTokens &&
                         simd_base(level) == SimdLevel::avx2;
   if (f == ActFormat::q8_K) {
@@ -140,9 +140,10 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   // never by decode or a small batch (kStreamTokens).
   const bool with_u = f == ActFormat::q8_0 && n > detail::kStreamTokens &&
                       (level == SimdLevel::avxvnni || level == SimdLevel::avxvnni_evex);
-  // qp and dp by the avx2 path's (Q32Panel), likewise.
+  // qp and dp by the avx2 path's (Q32Panel), likewise; dp by KPanel too.
   const bool with_qp = f == ActFormat::q8_0 && n > detail::kStreamTokens &&
                        level == SimdLevel::avx2;
+  const bool with_dp = with_qp || with_bsf;
   uint8_t* u = nullptr;
   if (with_u) {
     s.u.resize(size_t(n * k + 64));
@@ -154,6 +155,8 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   if (with_qp) {
     s.qp.resize(size_t(n * k));
     a.qp = s.qp.data();
+  }
+  if (with_dp) {
     s.dp.resize(size_t(2 * n * nb));
     a.dp = s.dp.data();
   }
@@ -205,7 +208,7 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   });
   // dp pairs each token's scales with the next token's, which another thread may quantize:
   // a second section, once all of d is there.
-  if (with_qp)
+  if (with_dp)
     pool.parallel_for((n + kRows - 1) / kRows, [&](int64_t c0, int64_t c1) {
       const float* const d = s.d.data();
       float* const dp = s.dp.data();
