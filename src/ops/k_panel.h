@@ -24,8 +24,8 @@
 //
 // Measured on that core (1 thread, 3.0 GHz, ops::matmul of 512 tokens, best of 5-7, GOP/s; the
 // VM's speed drifts by 10 %, so each pair ran back to back): the tile over L1 data, k = 2048,
-// q4_K 1.52 cycles a step (124 GOP/s), of which the epilogue 0.33; in place q4_K 88-97 -> 100-106
-// on avx2, 118-120 on avxvnni (vpdpwssd), q6_K 84-94 -> 106-132 (avx2), 123-148 (avxvnni).
+// q4_K 1.52 cycles a step (124 GOP/s), of which the epilogue 0.33; in place q4_K 88-97 -> 100-111
+// on avx2, 118-120 on avxvnni (vpdpwssd), q6_K 84-94 -> 106-132 (avx2), 125-148 (avxvnni).
 //
 // The bits are KQuantK's: the same int32 sums (integer additions in another order), converted
 // by the same vcvtdq2ps, met by the same products in the same two FMAs per super-block (the
