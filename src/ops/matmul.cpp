@@ -99,6 +99,14 @@ struct Scratch {
   std::vector<float> bsf;
 };
 
+// The first cache line of a byte vector sized 64 bytes more than it holds: a large vector's
+// data sits 16 bytes into its mapping.
+template <class Byte>
+Byte* line_start(std::vector<Byte>& v) {
+  static_assert(sizeof(Byte) == 1);
+  return v.data() + (64 - reinterpret_cast<uintptr_t>(v.data()) % 64) % 64;
+}
+
 // Quantizes x (n, k) into s for format f and points a at it. The rows are split across the
 // pool (each row's quantization is the same scalar code whichever thread runs it).
 void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scratch& s,
@@ -108,11 +116,10 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   a.f32 = x;
   if (f == ActFormat::f32) return;
   const int64_t nb = k / (f == ActFormat::q8_K ? gguf::kQKK : gguf::kQK);
-  // The codes start on a cache line: a large vector's data sits 16 bytes into its mapping, and
-  // the K-quant panel's 32-byte token loads then split across lines every other group (2-3 %
-  // of that kernel on the Emerald Rapids VM).
+  // The codes start on a cache line: else the K-quant panel's 32-byte token loads split across
+  // lines every other group (2-3 % of that kernel on the Emerald Rapids VM).
   s.q.resize(size_t(n * k + 64));
-  int8_t* const q = s.q.data() + (64 - reinterpret_cast<uintptr_t>(s.q.data()) % 64) % 64;
+  int8_t* const q = line_start(s.q);
   s.d.resize(size_t(n * nb));
   a.q = q;
   a.d = s.d.data();
@@ -147,7 +154,7 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   uint8_t* u = nullptr;
   if (with_u) {
     s.u.resize(size_t(n * k + 64));
-    u = s.u.data() + (64 - reinterpret_cast<uintptr_t>(s.u.data()) % 64) % 64;
+    u = line_start(s.u);
     a.u = u;
     s.dt.assign(size_t(n * nb + 8), 0.0f);
     a.dt = s.dt.data();
