@@ -1,8 +1,8 @@
 #pragma once
 // Internal to ops/, and only for the AVX2 translation units (*_avx2.cpp, compiled with AVX2
-// flags): the helpers, the tile driver (ops/tile_driver.h, shared with the AVX-512 file) and the
-// panel driver that kernels_avx2.cpp (float and 32-block types) and kernels_kquants_avx2.cpp
-// (K quants) share. Everything is in an anonymous namespace, so each of those files has its own
+// flags): the helpers and the tile and panel drivers (ops/tile_driver.h, shared with the AVX-512
+// file) that kernels_avx2.cpp (float and 32-block types) and kernels_kquants_avx2.cpp (K quants)
+// share. Everything is in an anonymous namespace, so each of those files has its own
 // copy and no AVX2 code can reach a caller on another path through the linker's choice of
 // inline copies.
 #ifndef __AVX2__
@@ -113,84 +113,17 @@ inline float tree8(__m256 acc) {
 }
 inline float tree16(__m256 lo, __m256 hi) { return tree8(_mm256_add_ps(lo, hi)); }
 
-// The memory of a block-major row panel (Q32Panel, KPanel): a row block's columns as k / E
-// blocks of kBlock = B panel bytes each, at run_panels' allocation.
-template <int64_t E, int64_t B>
-struct BlockPanel {
-  static constexpr int64_t kBlock = B;
-  int64_t k = 0, nb = 0;
-  uint8_t* panel = nullptr;
-
-  static int64_t bytes(int64_t k) { return B * (k / E); }
-
-  void bind(uint8_t* mem, int64_t k_) {
-    k = k_, nb = k_ / E;
-    panel = mem;
-  }
-};
-
 // Lane-valid mask for the tail: lane l of half h is valid when 8h + l < r.
 inline __m256 tail_mask(int r, int h) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(r - 8 * h), idx));
 }
 
-// ---- The tile driver (ops/tile_driver.h, included into this anonymous namespace so that each
-// AVX2 file has its own copy). The L2 budget is the one per-ISA setting: here half the core's
+// ---- The tile and panel drivers (ops/tile_driver.h, included into this anonymous namespace
+// so that each AVX2 file has its own copy). The L2 budget is the one per-ISA setting: here half the core's
 // L2 (kernels.h; 256 KiB, the value tuned in 04d1f45, on a core where that is unknown).
 inline int64_t tile_l2_budget() { return avx2_tile_l2_budget(); }
 #include "ops/tile_driver.h"
-
-// The last rem < P::kT tokens of a chunk: the tile of T = rem tokens.
-template <class P, int T>
-void panel_tail(const P& panel, const Activations& a, int64_t t0, int64_t rem, int64_t m,
-                int64_t i, float* y) {
-  if constexpr (T >= 1) {
-    if (rem == T) panel.template tile<T>(a, t0, m, i, y);
-    else panel_tail<P, T - 1>(panel, a, t0, rem, m, i, y);
-  }
-}
-
-// Prefill through panels (Q32Panel, KPanel): token chunks, then row blocks of 4, each decoded
-// once into the panel, then the chunk's token tiles. Decode and small batches (the streamed
-// walk of tile_driver.h), and the last rows of a range that are fewer than 4, go through K's
-// tiles; without memory for a panel, everything does.
-template <class K, class P>
-void run_panels(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t r1, float* y) {
-  const int64_t bytes = (P::bytes(a.k) + 31) / 32 * 32;
-  void* mem = a.n > kStreamTokens && r1 - r0 >= 4 ? std::aligned_alloc(32, size_t(bytes)) : nullptr;
-  if (mem == nullptr) {
-    run_tiles<K>(W, a, r0, r1, y);
-    return;
-  }
-  P panel;
-  panel.bind(static_cast<uint8_t*>(mem), a.k);
-  const int64_t rb = weight_row_bytes(K::kType, W.cols);
-  // Whole panel tiles per chunk (token_chunk rounds to K's tile): 512 tokens at k = 2048 were
-  // chunks of 510 and 2, each row block filled twice and a tile of 6 and one of 2 left over.
-  const int64_t whole = token_chunk<K>(a.k) / P::kT * P::kT;
-  const int64_t chunk = whole < P::kT ? P::kT : whole;
-  for (int64_t t0 = 0; t0 < a.n; t0 += chunk) {
-    const int64_t t1 = a.n < t0 + chunk ? a.n : t0 + chunk;
-    int64_t i = r0;
-    for (; i + 4 <= r1; i += 4) {
-      const uint8_t* rows[4] = {W.data + i * rb, W.data + (i + 1) * rb, W.data + (i + 2) * rb,
-                                W.data + (i + 3) * rb};
-      panel.fill(rows);
-      // The next row block's bytes into L2 while this one's tiles run: fill read them
-      // straight from memory, one row after another, and waited (2.5 % of a Qwen2.5-0.5B
-      // prefill in fill, mostly on those loads).
-      if (i + 8 <= r1)
-        for (int64_t o = 0; o < 4 * rb; o += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(W.data + (i + 4) * rb + o), _MM_HINT_T1);
-      int64_t t = t0;
-      for (; t + P::kT <= t1; t += P::kT) panel.template tile<P::kT>(a, t, W.rows, i, y);
-      if (t < t1) panel_tail<P, P::kT - 1>(panel, a, t, t1 - t, W.rows, i, y);
-    }
-    for (; i < r1; ++i) row_block<K, 1>(W, a, rb, i, t0, t1, y);
-  }
-  std::free(mem);
-}
 
 }  // namespace
 }  // namespace ember::ops::detail

@@ -21,6 +21,7 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 
 #include "gguf/blocks.h"
@@ -457,6 +458,7 @@ struct Q32Vnni {
 };
 template <TensorType TY>
 using Q32Best = Q32Vnni<TY>;
+#include "ops/q32_zmm_panel.h"
 #else
 template <TensorType TY>
 using Q32Best = Q32K<TY>;
@@ -637,9 +639,15 @@ KernelTable make_table() {
   t.f32 = run_tiles<FloatK<TensorType::F32>>;
   t.f16 = run_tiles<FloatK<TensorType::F16>>;
   t.bf16 = run_tiles<FloatK<TensorType::BF16>>;
+#ifdef EMBER_KERNELS_VNNI
+  t.q8_0 = run_panels<Q32Best<TensorType::Q8_0>, Q32Zmm<TensorType::Q8_0>>;
+  t.q4_0 = run_panels<Q32Best<TensorType::Q4_0>, Q32Zmm<TensorType::Q4_0>>;
+  t.q5_0 = run_panels<Q32Best<TensorType::Q5_0>, Q32Zmm<TensorType::Q5_0>>;
+#else
   t.q8_0 = run_tiles<Q32Best<TensorType::Q8_0>>;
   t.q4_0 = run_tiles<Q32Best<TensorType::Q4_0>>;
   t.q5_0 = run_tiles<Q32Best<TensorType::Q5_0>>;
+#endif
   t.q4_1 = run_tiles<Q32Best<TensorType::Q4_1>>;
   t.q5_1 = run_tiles<Q32Best<TensorType::Q5_1>>;
   t.q4_k = run_tiles<KQuantK<TensorType::Q4_K>>;
