@@ -633,6 +633,8 @@ struct KQuantK {
   }
 };
 
+#include "ops/k_zmm_panel.h"
+
 KernelTable make_table() {
   KernelTable t = scalar_kernels();
   t.dot_f32 = dot_f32_avx512;
@@ -650,9 +652,9 @@ KernelTable make_table() {
 #endif
   t.q4_1 = run_tiles<Q32Best<TensorType::Q4_1>>;
   t.q5_1 = run_tiles<Q32Best<TensorType::Q5_1>>;
-  t.q4_k = run_tiles<KQuantK<TensorType::Q4_K>>;
-  t.q5_k = run_tiles<KQuantK<TensorType::Q5_K>>;
-  t.q6_k = run_tiles<KQuantK<TensorType::Q6_K>>;
+  t.q4_k = run_panels<KQuantK<TensorType::Q4_K>, KZmm<TensorType::Q4_K>>;
+  t.q5_k = run_panels<KQuantK<TensorType::Q5_K>, KZmm<TensorType::Q5_K>>;
+  t.q6_k = run_panels<KQuantK<TensorType::Q6_K>, KZmm<TensorType::Q6_K>>;
   return t;
 }
 
