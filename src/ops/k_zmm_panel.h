@@ -95,17 +95,10 @@ struct KZmm {
   // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r].
   template <int T>
   void tile(const Activations& a, int64_t t0, int64_t m, int64_t i, float* y) const {
-    alignas(64) float acc[T][4][8];
-    for (int64_t c0 = 0; c0 < nb; c0 += kChunk) {
-      const int64_t c1 = c0 + kChunk < nb ? c0 + kChunk : nb;
-      group<(T < 4 ? T : 4)>(a, t0, c0, c1, acc);
-      if constexpr (T > 4) group<T - 4>(a, t0 + 4, c0, c1, acc + 4);
-    }
-    #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t)
-      #pragma GCC unroll 4
-      for (int r = 0; r < 4; ++r) y[(t0 + t) * m + i + r] = tree8(_mm256_load_ps(acc[t][r]));
+    zmm_panel_tile<KZmm, T>(*this, nb, a, t0, m, i, y);
   }
+  static constexpr int kLanes = 8;  // float accumulators per row and token
+  static float reduce(const float* acc) { return tree8(_mm256_load_ps(acc)); }
 
   // Tokens [t0, t0 + G) through super-blocks [c0, c1): acc[t][r] from +0 at the first chunk,
   // from its stored values after.
@@ -147,23 +140,15 @@ struct KZmm {
       const float* dd = reinterpret_cast<const float*>(sb + kD);
       #pragma GCC unroll 4
       for (int t = 0; t < G; ++t) {
-        const int64_t tt = t0 + t;
-        const float ad = a.d[tt * nb + b];
-        __m256i bs = _mm256_setzero_si256();
-        if constexpr (!kQ6)
-          bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (k / 16) + b * 16));
+        const float ad = a.d[(t0 + t) * nb + b];
+        const __m256i bs = K::block_bsums(a, t0 + t, b);
         #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
-          const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(is[r][t]),
-                                              _mm512_extracti64x4_epi64(is[r][t], 1));
-          __m256 s = _mm256_fmadd_ps(_mm256_set1_ps(dd[r] * ad), _mm256_cvtepi32_ps(i8),
-                                     _mm256_load_ps(acc[t][r]));
-          if constexpr (!kQ6) {
-            const __m256i mins2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kMins + 64 * r));
-            s = _mm256_fmadd_ps(_mm256_set1_ps(-(dd[4 + r] * ad)),
-                                _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bs)), s);
-          }
-          _mm256_store_ps(acc[t][r], s);
+          const __m256i mins2 =
+              kQ6 ? _mm256_setzero_si256()
+                  : _mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kMins + 64 * r));
+          _mm256_store_ps(acc[t][r], K::finish(is[r][t], dd[r], dd[4 + r], ad, mins2, bs,
+                                               _mm256_load_ps(acc[t][r])));
         }
       }
     }

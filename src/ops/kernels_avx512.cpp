@@ -49,6 +49,25 @@ inline float tree16(__m512 acc) {
   return tree8(_mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)));
 }
 
+// The tile of the zmm panels (Q32Zmm, KZmm): T <= 8 tokens as two groups of up to 4 (each
+// group's 16 sums in registers), over chunks of P::kChunk blocks that stay in L1 while both
+// groups pass; each row and token's P::kLanes float accumulators wait in acc between chunks
+// (their values), then y[(t0 + t) * m + i + r] = P::reduce of them.
+template <class P, int T>
+void zmm_panel_tile(const P& p, int64_t blocks, const Activations& a, int64_t t0, int64_t m,
+                    int64_t i, float* y) {
+  alignas(64) float acc[T][4][P::kLanes];
+  for (int64_t c0 = 0; c0 < blocks; c0 += P::kChunk) {
+    const int64_t c1 = c0 + P::kChunk < blocks ? c0 + P::kChunk : blocks;
+    p.template group<(T < 4 ? T : 4)>(a, t0, c0, c1, acc);
+    if constexpr (T > 4) p.template group<T - 4>(a, t0 + 4, c0, c1, acc + 4);
+  }
+  #pragma GCC unroll 8
+  for (int t = 0; t < T; ++t)
+    #pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) y[(t0 + t) * m + i + r] = P::reduce(acc[t][r]);
+}
+
 // ---- The tile driver (ops/tile_driver.h, included here so that this file has its own copy;
 // the L2 budget per token chunk is this path's tuned value, AVX2's follows the core's L2).
 inline int64_t tile_l2_budget() { return int64_t{384} << 10; }
@@ -565,28 +584,35 @@ struct KQuantK {
       }
       #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const int64_t tt = t0 + t;
-        const float ad = a.d[tt * nb + b];
-        __m256i bs = _mm256_setzero_si256();
-        if constexpr (!kQ6)
-          bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (k / 16) + b * 16));
+        const float ad = a.d[(t0 + t) * nb + b];
+        const __m256i bs = block_bsums(a, t0 + t, b);
         #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(isum[r][t]),
-                                              _mm512_extracti64x4_epi64(isum[r][t], 1));
-          acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d[r] * ad), _mm256_cvtepi32_ps(i8), acc[r][t]);
-          if constexpr (!kQ6) {
-            const __m256i mp = _mm256_madd_epi16(mins2[r], bs);
-            acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin[r] * ad)), _mm256_cvtepi32_ps(mp),
-                                        acc[r][t]);
-          }
-        }
+        for (int r = 0; r < R; ++r) acc[r][t] = finish(isum[r][t], d[r], dmin[r], ad, mins2[r], bs, acc[r][t]);
       }
     }
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
       #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) out[r * T + t] = tree8(acc[r][t]);
+  }
+
+  // Token t's 16 bsums of super-block b (Q4_K / Q5_K; zero for Q6_K, which has no mins).
+  static __m256i block_bsums(const Activations& a, int64_t t, int64_t b) {
+    if constexpr (kQ6) return _mm256_setzero_si256();
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + t * (a.k / 16) + b * 16));
+  }
+
+  // A super-block's float part for one row and token, in the scalar order: the 16 int32
+  // sums folded to 8 (lanes i and i + 8), acc + (d * ad) * sum, then (Q4_K / Q5_K) minus
+  // (dmin * ad) * (mins . bsums). KZmm ends its super-blocks with the same call.
+  static __m256 finish(__m512i isum, float d, float dmin, float ad, __m256i mins2, __m256i bs,
+                       __m256 acc) {
+    const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * ad), _mm256_cvtepi32_ps(i8), acc);
+    if constexpr (!kQ6)
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin * ad)),
+                            _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bs)), acc);
+    return acc;
   }
 
   static __m512i lane_index16() {

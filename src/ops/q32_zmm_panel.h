@@ -64,17 +64,10 @@ struct Q32Zmm {
   // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r].
   template <int T>
   void tile(const Activations& a, int64_t t0, int64_t m, int64_t i, float* y) const {
-    alignas(64) float acc[T][4][16];
-    for (int64_t c0 = 0; c0 < np; c0 += kChunk) {
-      const int64_t c1 = c0 + kChunk < np ? c0 + kChunk : np;
-      group<(T < 4 ? T : 4)>(a, t0, c0, c1, acc);
-      if constexpr (T > 4) group<T - 4>(a, t0 + 4, c0, c1, acc + 4);
-    }
-    #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t)
-      #pragma GCC unroll 4
-      for (int r = 0; r < 4; ++r) y[(t0 + t) * m + i + r] = tree16(_mm512_load_ps(acc[t][r]));
+    zmm_panel_tile<Q32Zmm, T>(*this, np, a, t0, m, i, y);
   }
+  static constexpr int kLanes = 16;  // float accumulators per row and token (even | odd block)
+  static float reduce(const float* acc) { return tree16(_mm512_load_ps(acc)); }
 
   // Tokens [t0, t0 + G) through block pairs [c0, c1): acc[t][r] from +0 at the first chunk,
   // from its stored values after.
