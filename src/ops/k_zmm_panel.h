@@ -11,7 +11,12 @@
 // token chunk into a panel (each 64-code chunk beside its int16 scale operand), and a tile of
 // 4 rows x 4 tokens keeps its 16 int32 sums and the 4 tokens' bytes in zmm registers; the
 // float accumulators (8 lanes per row and token) wait in memory, read and written once per
-// super-block.
+// super-block. The super-block's 16 products d * ad (and dmin * ad) are one vmulps of the 4
+// rows' d by the 4 tokens' ad, read back by vbroadcastss (a load; a broadcast from a register
+// is a shuffle), and the mins term multiplies float mins by the token's 32-code sums (a.bsf),
+// as KPanel does: each product exact (at most 63 * 4064 < 2^24), so the float of KQuantK's
+// vpmaddwd of the mins by the bsums, and the mins FMA is vfnmadd231ps, -(p x) + acc, the same
+// exact value as (-p) x + acc before its one rounding.
 //
 // Q6_K takes KPanel's form: the token + 128 (xor 0x80, once per token and chunk) is the
 // unsigned maddubs operand and the codes q - 32 the signed one (no saturation: 2 * 255 * 32
@@ -27,8 +32,8 @@ struct KZmm {
   static constexpr int kT = 8;  // tokens per tile, taken 4 at a time
   // Super-block b at panel + kBlock b: row r's chunk c (64 codes: Q4_K / Q5_K unsigned, Q6_K
   // q - 32) at 512 r + 128 c, its scale operand (int16 lane i = the scale of elements 2i, 2i + 1)
-  // 64 bytes on; at kMins the rows' mins as int16 pairs (m0, m0, m1, m1, ..; Q4_K / Q5_K) or
-  // their int32 start -C (16 lanes, Q6_K), 64 bytes a row; at kD the rows' d, then dmin.
+  // 64 bytes on; at kMins the rows' 8 mins as floats (Q4_K / Q5_K) or their int32 start -C
+  // (16 lanes, Q6_K), 64 bytes a row; at kD the rows' d, then dmin.
   static constexpr int64_t kMins = 2048;
   static constexpr int64_t kD = kMins + 256;
   static constexpr int64_t kBlock = kD + 64;
@@ -65,10 +70,8 @@ struct KZmm {
           dd[4 + r] = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
           const __m256i sm = k4_scales_mins(blk + offsetof(gguf::BlockQ4_K, scales));
           sc16 = _mm512_castsi256_si512(sm);
-          _mm256_store_si256(reinterpret_cast<__m256i*>(sb + kMins + 64 * r),
-                             _mm256_permutexvar_epi16(_mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12,
-                                                                        12, 13, 13, 14, 14, 15, 15),
-                                                      sm));
+          _mm256_store_ps(reinterpret_cast<float*>(sb + kMins + 64 * r),
+                          _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(sm, 1))));
         }
         __m512i c = _mm512_setzero_si512();  // Q6_K: the sum of the 128 (q - 32) parts
         #pragma GCC unroll 4
@@ -98,7 +101,7 @@ struct KZmm {
     zmm_panel_tile<KZmm, T>(*this, nb, a, t0, m, i, y);
   }
   static constexpr int kLanes = 8;  // float accumulators per row and token
-  static float reduce(const float* acc) { return tree8(_mm256_load_ps(acc)); }
+  static float reduce(const float (*acc)[4][kLanes], int t, int r) { return tree8(_mm256_load_ps(acc[t][r])); }
 
   // Tokens [t0, t0 + G) through super-blocks [c0, c1): acc[t][r] from +0 at the first chunk,
   // from its stored values after.
@@ -137,18 +140,34 @@ struct KZmm {
                                 scv);
         }
       }
+      // The super-block's scale products, d_r * ad_t at 4 t + r and dmin_r * ad_t 16 on: one
+      // vmulps each of the 4 rows' d (dmin) by the group's ad, 4 times each (a.dp pairs).
+      alignas(64) float prd[32];
+      const float* dp = a.dp + 2 * (t0 * nb + b);
+      __m128 ad4 = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(dp)));
+      if constexpr (G > 2)
+        ad4 = _mm_castpd_ps(_mm_loadh_pd(_mm_castps_pd(ad4), reinterpret_cast<const double*>(dp + 4 * nb)));
+      const __m512 adv = _mm512_permutexvar_ps(
+          _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3), _mm512_castps128_ps512(ad4));
       const float* dd = reinterpret_cast<const float*>(sb + kD);
+      _mm512_store_ps(prd, _mm512_mul_ps(_mm512_broadcast_f32x4(_mm_load_ps(dd)), adv));
+      if constexpr (!kQ6)
+        _mm512_store_ps(prd + 16, _mm512_mul_ps(_mm512_broadcast_f32x4(_mm_load_ps(dd + 4)), adv));
       #pragma GCC unroll 4
       for (int t = 0; t < G; ++t) {
-        const float ad = a.d[(t0 + t) * nb + b];
-        const __m256i bs = K::block_bsums(a, t0 + t, b);
+        __m256 bsf = _mm256_setzero_ps();
+        if constexpr (!kQ6) bsf = _mm256_loadu_ps(a.bsf + (t0 + t) * (k / 32) + 8 * b);
         #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
-          const __m256i mins2 =
-              kQ6 ? _mm256_setzero_si256()
-                  : _mm256_load_si256(reinterpret_cast<const __m256i*>(sb + kMins + 64 * r));
-          _mm256_store_ps(acc[t][r], K::finish(is[r][t], dd[r], dd[4 + r], ad, mins2, bs,
-                                               _mm256_load_ps(acc[t][r])));
+          const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(is[r][t]),
+                                              _mm512_extracti64x4_epi64(is[r][t], 1));
+          __m256 s = _mm256_fmadd_ps(_mm256_broadcast_ss(prd + 4 * t + r), _mm256_cvtepi32_ps(i8),
+                                     _mm256_load_ps(acc[t][r]));
+          if constexpr (!kQ6)
+            s = _mm256_fnmadd_ps(_mm256_broadcast_ss(prd + 16 + 4 * t + r),
+                                 _mm256_mul_ps(_mm256_load_ps(reinterpret_cast<const float*>(sb + kMins + 64 * r)), bsf),
+                                 s);
+          _mm256_store_ps(acc[t][r], s);
         }
       }
     }

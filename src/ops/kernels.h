@@ -26,17 +26,23 @@ struct Activations {
   // u[t*k + j] = q[t*k + j] + 128 (64-byte aligned rows when k % 64 == 0), and the scales
   // block-major, dt[b*n + t] = d[t*nb + b] (8 floats of padding after).
   const uint8_t* u = nullptr;
+  // 32-blocks on the avx512vnni path only, and only for prefill (the panel Q32Zmm): the
+  // tokens in pairs, interleaved 4 bytes at a time: for token pair p (tokens 2p and 2p + 1, a
+  // last odd token paired with itself) and block b, the 64 bytes at up[(p*nb + b)*64] hold
+  // u = q + 128 of elements 4l..4l+3 of token 2p, then the same of token 2p + 1, l = 0..7.
+  // dt as above (also made for this path).
+  const uint8_t* up = nullptr;
   const float* dt = nullptr;
   // 32-blocks on the avx2 path only, and only for prefill (the panel Q32Panel): each block's
   // codes in pair order, bytes 0-15 = elements 4i, 4i + 1 (i = 0..7), bytes 16-31 = elements
   // 4i + 2, 4i + 3; and the scales of tokens t and t + 1 side by side, dp[2 (t*nb + b) + j] =
   // d[(t + j)*nb + b] (j = 0, 1; the last token's second is its own). dp also for 256-blocks
-  // on the AVX2-class paths (prefill, the K-quant panel KPanel).
+  // on the AVX2-class and AVX-512 paths (prefill, the K-quant panels KPanel and KZmm).
   const int8_t* qp = nullptr;
   const float* dp = nullptr;
   const int32_t* sum = nullptr;
   const int16_t* bsums = nullptr;
-  // 256-blocks on the AVX2-class paths only, and only for prefill (the K-quant panel, KPanel):
+  // 256-blocks on the AVX2-class and AVX-512 paths, only for prefill (KPanel, KZmm):
   // the sums of each 32 codes as floats, bsf[t*(k/32) + j] = bsums[t*(k/16) + 2j] +
   // bsums[t*(k/16) + 2j + 1] (exact: at most 32 * 128 in magnitude).
   const float* bsf = nullptr;

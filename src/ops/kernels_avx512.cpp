@@ -51,12 +51,13 @@ inline float tree16(__m512 acc) {
 
 // The tile of the zmm panels (Q32Zmm, KZmm): T <= 8 tokens as two groups of up to 4 (each
 // group's 16 sums in registers), over chunks of P::kChunk blocks that stay in L1 while both
-// groups pass; each row and token's P::kLanes float accumulators wait in acc between chunks
-// (their values), then y[(t0 + t) * m + i + r] = P::reduce of them.
+// groups pass; the accumulators wait in acc between chunks (their values; P::kLanes floats per
+// row and token, a last odd token's slot included), then y[(t0 + t) * m + i + r] =
+// P::reduce(acc, t, r).
 template <class P, int T>
 void zmm_panel_tile(const P& p, int64_t blocks, const Activations& a, int64_t t0, int64_t m,
                     int64_t i, float* y) {
-  alignas(64) float acc[T][4][P::kLanes];
+  alignas(64) float acc[(T + 1) / 2 * 2][4][P::kLanes];
   for (int64_t c0 = 0; c0 < blocks; c0 += P::kChunk) {
     const int64_t c1 = c0 + P::kChunk < blocks ? c0 + P::kChunk : blocks;
     p.template group<(T < 4 ? T : 4)>(a, t0, c0, c1, acc);
@@ -65,7 +66,7 @@ void zmm_panel_tile(const P& p, int64_t blocks, const Activations& a, int64_t t0
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t)
     #pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r) y[(t0 + t) * m + i + r] = P::reduce(acc[t][r]);
+    for (int r = 0; r < 4; ++r) y[(t0 + t) * m + i + r] = P::reduce(acc, t, r);
 }
 
 // ---- The tile driver (ops/tile_driver.h, included here so that this file has its own copy;
@@ -604,7 +605,7 @@ struct KQuantK {
 
   // A super-block's float part for one row and token, in the scalar order: the 16 int32
   // sums folded to 8 (lanes i and i + 8), acc + (d * ad) * sum, then (Q4_K / Q5_K) minus
-  // (dmin * ad) * (mins . bsums). KZmm ends its super-blocks with the same call.
+  // (dmin * ad) * (mins . bsums). (KZmm computes the same values with its products in tables.)
   static __m256 finish(__m512i isum, float d, float dmin, float ad, __m256i mins2, __m256i bs,
                        __m256 acc) {
     const __m256i i8 = _mm256_add_epi32(_mm512_castsi512_si256(isum), _mm512_extracti64x4_epi64(isum, 1));

@@ -123,9 +123,10 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   s.d.resize(size_t(n * nb));
   a.q = q;
   a.d = s.d.data();
-  // bsf (and dp, below) is read by the AVX2-class K-quant panel alone (KPanel, ops/k_panel.h).
+  // bsf (and dp, below) is read by the K-quant panels alone (KPanel, ops/k_panel.h, on the
+  // AVX2-class paths; KZmm, ops/k_zmm_panel.h, on the AVX-512 ones).
   const bool with_bsf = f == ActFormat::q8_K && n > detail::kStreamTokens &&
-                        simd_base(level) == SimdLevel::avx2;
+                        (simd_base(level) == SimdLevel::avx2 || simd_base(level) == SimdLevel::avx512);
   if (f == ActFormat::q8_K) {
     s.bsums.resize(size_t(n * (k / 16)));
     a.bsums = s.bsums.data();
@@ -147,6 +148,8 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
   // never by decode or a small batch (kStreamTokens).
   const bool with_u = f == ActFormat::q8_0 && n > detail::kStreamTokens &&
                       (level == SimdLevel::avxvnni || level == SimdLevel::avxvnni_evex);
+  // up (and dt) by the avx512vnni path's (Q32Zmm), likewise.
+  const bool with_up = f == ActFormat::q8_0 && n > detail::kStreamTokens && level == SimdLevel::avx512vnni;
   // qp and dp by the avx2 path's (Q32Panel), likewise; dp by KPanel too.
   const bool with_qp = f == ActFormat::q8_0 && n > detail::kStreamTokens &&
                        level == SimdLevel::avx2;
@@ -156,6 +159,14 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
     s.u.resize(size_t(n * k + 64));
     u = line_start(s.u);
     a.u = u;
+  }
+  uint8_t* up = nullptr;
+  if (with_up) {
+    s.u.resize(size_t((n + 1) / 2 * 2 * k + 64));
+    up = line_start(s.u);
+    a.up = up;
+  }
+  if (with_u || with_up) {
     s.dt.assign(size_t(n * nb + 8), 0.0f);
     a.dt = s.dt.data();
   }
@@ -192,11 +203,31 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
         // the closure reaches, and reloading them for every byte made this loop 1.8 % of a
         // prefill.
         const int8_t* const qs = q;
-        const float* const d = s.d.data();
-        float* const dt = s.dt.data();
         uint8_t* const uo = u;
         const int64_t j0 = t0 * k, j1 = t1 * k;
         for (int64_t j = j0; j < j1; ++j) uo[j] = uint8_t(qs[j] ^ 0x80);
+      }
+      if (with_up) {
+        // Token pairs interleaved 4 bytes at a time (ops/kernels.h); t0 and t1 are even or n.
+        const int8_t* const qs = q;
+        uint8_t* const uo = up;
+        for (int64_t t = t0; t < t1; t += 2) {
+          const int8_t* const q0 = qs + t * k;
+          const int8_t* const q1 = qs + (t + 1 < n ? t + 1 : t) * k;
+          uint8_t* const o = uo + t * k;
+          for (int64_t j = 0; j < k; j += 4) {
+            uint32_t w0, w1;
+            std::memcpy(&w0, q0 + j, 4);
+            std::memcpy(&w1, q1 + j, 4);
+            w0 ^= 0x80808080u, w1 ^= 0x80808080u;
+            std::memcpy(o + 2 * j, &w0, 4);
+            std::memcpy(o + 2 * j + 4, &w1, 4);
+          }
+        }
+      }
+      if (with_u || with_up) {
+        const float* const d = s.d.data();
+        float* const dt = s.dt.data();
         for (int64_t t = t0; t < t1; ++t)
           for (int64_t b = 0; b < nb; ++b) dt[b * n + t] = d[t * nb + b];
       }

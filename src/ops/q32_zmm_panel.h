@@ -1,135 +1,143 @@
 // Q32Zmm: the prefill of Q8_0, Q4_0 and Q5_0 on the avx512vnni path (kernels_avx512.cpp built
 // with EMBER_KERNELS_VNNI). Included inside that file's anonymous namespace after Q32Vnni, whose
-// block decoding (codes64, scales64, codes32) and arithmetic it reuses; nothing else may include
-// it.
+// block decoding (codes32) it reuses, and after zmm_panel_tile; nothing else may include it.
 //
-// Why it exists: Q32Vnni's tile decodes each row's block pair (codes, the -128 sum w bias, the
-// scales) again for every 3 tokens, about as many uops as the 3 tokens' dot products. On an
-// Emerald Rapids core that made the zmm prefill slower than the ymm one, whose panels decode
-// once per token chunk (bench_matmul 1 <path> 512, GOP/s: Q8_0 82-86 against 112-115 for
-// avxvnni, Q4_0 76 against 113-116, Q5_0 70 against 111-115). Here the 4 rows of a row block
-// are decoded once per token chunk into a panel, like the AVX2-class panels, and a tile of 4
-// rows x 4 tokens keeps its 16 accumulators, the 4 tokens' bytes and scales and one row's
-// operands in the 32 zmm registers. Each step (one row, one token, a block pair: 64 MACs) is
-// Q32Vnni's: vpdpbusd from the row's bias, vmulps of the row's and the token's scales,
-// vcvtdq2ps, the FMA.
+// Why it looks like this. Q32Vnni's zmm tile decodes each row's block pair (codes, the -128
+// sum w bias, the scales) again for every 3 tokens, about as many uops as the dot products,
+// and each of its steps multiplies the row's and the token's scales itself: on an Emerald
+// Rapids core the default path of an AVX-512 Intel CPU ran this prefill slower than its own
+// ymm panels (bench_matmul 1 <path> 512, GOP/s: Q8_0 82-86 against 112-115 for avxvnni,
+// Q4_0 76, Q5_0 70). Here
+//   - the 4 rows of a row block are decoded once per token chunk into a panel, like the
+//     AVX2-class panels;
+//   - a zmm holds one block of two tokens: lane 2l is token t's canonical lane l (elements
+//     4l..4l+3 of the block), lane 2l + 1 token t + 1's. The tokens arrive interleaved so
+//     (a.up, made once per matmul: 4 bytes of t, 4 of t + 1, ..), the panel holds each row's
+//     codes with every 4 bytes twice and its bias (-128 times the sum of those 4 codes) in
+//     both lanes, so one vpdpbusd gives both tokens' block sums;
+//   - the two tokens' scale products are then one 8-byte pair, broadcast by vbroadcastsd from
+//     a table (a load; no multiply or shuffle per step): one vmulps per block makes the 16
+//     products of the tile's 4 rows and 4 tokens (the rows' scales, 4 times each, stored by
+//     fill, by the 4 tokens' scales from a.dt).
+// Per step (one row, two tokens, one block: 64 MACs): vpdpbusd, vcvtdq2ps, the FMA, where
+// Q32Vnni's zmm step (one row, one token, a block pair) adds a vmulps. A tile of 4 rows x 4
+// tokens keeps 16 accumulators (row, token pair, even or odd block) in registers.
 //
-// The bits are Q32Vnni's (and so Q32K's and the scalar reference's): the same integers, the
-// same product, conversion and FMA per block pair in the same order (the even block in the low
-// half, the odd in the high half), a last odd block in the low half under the same masks, then
-// tree16. The accumulators wait in memory between chunks of block pairs (their values).
+// The bits are Q32Vnni's and the scalar reference's: per token the same block sums, the same
+// products wd * ad and the same FMAs, even blocks into one accumulator and odd blocks into
+// another, each in block order; then even + odd and tree8, which is tree16. The accumulators
+// wait in memory between chunks of blocks (their values).
 
 template <TensorType TY>
 struct Q32Zmm {
   static_assert(TY == TensorType::Q8_0 || TY == TensorType::Q4_0 || TY == TensorType::Q5_0);
-  static constexpr int kT = 8;           // tokens per tile, taken 4 at a time
-  static constexpr int64_t kRow = 192;   // a row's codes (64 bytes), bias (16 x i32), scales
-  static constexpr int64_t kPair = 4 * kRow;
-  // Block pairs per chunk: 12 KiB of panel stay in L1 while both token groups of a tile pass.
-  static constexpr int64_t kChunk = 16;
+  static constexpr int kT = 8;  // tokens per tile, taken 4 at a time (two pairs)
+  // Block b at panel + kBlock b: row r's doubled codes at 128 r, its bias 64 bytes on; at 512
+  // the rows' scales wd as 16 floats, rows 0, 0, 0, 0, 1, 1, 1, 1, .. (to meet 4 tokens' ad).
+  static constexpr int64_t kBlock = 576;
+  // Blocks per chunk: 18 KiB of panel stay in L1 while both token groups of a tile pass.
+  static constexpr int64_t kChunk = 32;
 
-  int64_t k = 0, nb = 0, np = 0;
-  uint8_t* panel = nullptr;  // block pair j of row r at panel + kPair j + kRow r
+  int64_t k = 0, nb = 0;
+  uint8_t* panel = nullptr;
 
-  static int64_t bytes(int64_t k) { return kPair * ((k / 32 + 1) / 2); }
+  static int64_t bytes(int64_t k) { return kBlock * (k / 32); }
 
   void bind(uint8_t* mem, int64_t k_) {
-    k = k_, nb = k_ / 32, np = (nb + 1) / 2;
+    k = k_, nb = k_ / 32;
     panel = mem;
   }
 
   void fill(const uint8_t* const* rows) {
     const __m512i x80 = _mm512_set1_epi8(char(0x80)), zero = _mm512_setzero_si512();
+    const __m512i twice = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
     #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r)
-      for (int64_t j = 0; j < np; ++j) {
-        uint8_t* p = panel + kPair * j + kRow * r;
-        __m512i w;
-        __m512 wd;
-        if (2 * j + 1 < nb) {
-          float d[2], m[2];
-          w = codes64<TY>(rows[r], 2 * j, d, m);
-          wd = scales64<TY>(rows[r], 2 * j);
-        } else {  // a last odd block, as Q32Vnni's tail: low half only
-          float d0, m0;
-          w = _mm512_zextsi256_si512(codes32<TY>(rows[r], 2 * j, &d0, &m0));
-          wd = _mm512_set1_ps(d0);
-        }
-        _mm512_store_si512(p, w);
-        _mm512_store_si512(p + 64, _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, x80, w)));
-        _mm512_store_ps(p + 128, wd);
+      for (int64_t b = 0; b < nb; ++b) {
+        uint8_t* p = panel + kBlock * b;
+        float d, m;
+        const __m512i w = _mm512_permutexvar_epi32(
+            twice, _mm512_castsi256_si512(codes32<TY>(rows[r], b, &d, &m)));
+        _mm512_store_si512(p + 128 * r, w);
+        _mm512_store_si512(p + 128 * r + 64, _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, x80, w)));
+        _mm_store_ps(reinterpret_cast<float*>(p + 512) + 4 * r, _mm_set1_ps(d));
       }
   }
 
-  // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r].
+  // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r]; t0 is even.
   template <int T>
   void tile(const Activations& a, int64_t t0, int64_t m, int64_t i, float* y) const {
-    zmm_panel_tile<Q32Zmm, T>(*this, np, a, t0, m, i, y);
+    zmm_panel_tile<Q32Zmm, T>(*this, nb, a, t0, m, i, y);
   }
-  static constexpr int kLanes = 16;  // float accumulators per row and token (even | odd block)
-  static float reduce(const float* acc) { return tree16(_mm512_load_ps(acc)); }
+  // Between chunks, token pair p's accumulators of row r wait as they are: the even blocks'
+  // at acc[2 p][r], the odd blocks' at acc[2 p + 1][r] (16 lanes, the pair interleaved).
+  static constexpr int kLanes = 16;
+  // Token t of its pair is lanes t % 2, t % 2 + 2, ..: even + odd (tree16's first step), those
+  // 8 lanes gathered, then tree8.
+  static float reduce(const float (*acc)[4][kLanes], int t, int r) {
+    const __m512 both = _mm512_add_ps(_mm512_load_ps(acc[t & ~1][r]), _mm512_load_ps(acc[t | 1][r]));
+    const __m512i lanes = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m512 g = _mm512_permutexvar_ps(lanes, both);
+    return tree8(t & 1 ? _mm512_extractf32x8_ps(g, 1) : _mm512_castps512_ps256(g));
+  }
 
-  // Tokens [t0, t0 + G) through block pairs [c0, c1): acc[t][r] from +0 at the first chunk,
-  // from its stored values after.
+  // Tokens [t0, t0 + G) (t0 even) through blocks [c0, c1): the pairs' accumulators from +0 at
+  // the first chunk, from their stored values after.
   template <int G>
-  void group(const Activations& a, int64_t t0, int64_t c0, int64_t c1,
-             float (*acc)[4][16]) const {
-    const __m512i x80 = _mm512_set1_epi8(char(0x80));
-    __m512 s[4][G];
+  void group(const Activations& a, int64_t t0, int64_t c0, int64_t c1, float (*acc)[4][16]) const {
+    constexpr int P = (G + 1) / 2;  // token pairs (a last single token pairs with itself)
+    __m512 s[4][P][2];              // row, pair, even / odd block
     #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r)
-      #pragma GCC unroll 4
-      for (int t = 0; t < G; ++t) s[r][t] = c0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(acc[t][r]);
-    const int8_t* q[G];
-    const float* d8[G];
-    #pragma GCC unroll 4
-    for (int t = 0; t < G; ++t) {
-      q[t] = a.q + (t0 + t) * k;
-      d8[t] = a.d8 + (t0 + t) * nb * 8;
-    }
-    const int64_t whole = c1 < nb / 2 ? c1 : nb / 2;
-    for (int64_t j = c0; j < whole; ++j) {
-      __m512i u[G];
-      __m512 ad[G];
-      #pragma GCC unroll 4
-      for (int t = 0; t < G; ++t) {
-        u[t] = _mm512_xor_si512(_mm512_loadu_si512(q[t] + 64 * j), x80);
-        ad[t] = _mm512_loadu_ps(d8[t] + 16 * j);
-      }
-      const uint8_t* p = panel + kPair * j;
-      #pragma GCC unroll 4
-      for (int r = 0; r < 4; ++r) {
-        const __m512i w = _mm512_load_si512(p + kRow * r);
-        const __m512i bias = _mm512_load_si512(p + kRow * r + 64);
-        const __m512 wd = _mm512_load_ps(p + kRow * r + 128);
-        #pragma GCC unroll 4
-        for (int t = 0; t < G; ++t)
-          s[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(wd, ad[t]),
-                                    _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(bias, u[t], w)), s[r][t]);
-      }
-    }
-    if (whole < c1) {  // the last odd block (block pair np - 1): Q32Vnni's tail
-      const int64_t j = whole;
-      const uint8_t* p = panel + kPair * j;
+      #pragma GCC unroll 2
+      for (int p = 0; p < P; ++p)
+        #pragma GCC unroll 2
+        for (int e = 0; e < 2; ++e)
+          s[r][p][e] = c0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(acc[2 * p + e][r]);
+    const uint8_t* up[P];
+    #pragma GCC unroll 2
+    for (int p = 0; p < P; ++p) up[p] = a.up + (t0 / 2 + p) * nb * 64;
+    // The chunk's scale products first, prd[b - c0][4 r + t] = wd_r * ad_t (token pair p of row
+    // r is the 8 bytes at 4 r + 2 p): read by the steps long after they were stored (a load
+    // right after its 64-byte store waits for the store to forward).
+    alignas(64) float prd[kChunk][16];
+    for (int64_t b = c0; b < c1; ++b)
+      _mm512_store_ps(prd[b - c0], _mm512_mul_ps(_mm512_load_ps(panel + kBlock * b + 512),
+                                                 _mm512_broadcast_f32x4(_mm_loadu_ps(a.dt + b * a.n + t0))));
+    // Block b into the accumulators of parity E (c0 is even, so E is b's parity).
+    auto step = [&]<int E>(int64_t b) {
+      const uint8_t* pb = panel + kBlock * b;
+      const float* pr4 = prd[b - c0];
+      __m512i u[P];
+      #pragma GCC unroll 2
+      for (int p = 0; p < P; ++p) u[p] = _mm512_loadu_si512(up[p] + 64 * b);
       #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r) {
-        const __m512i w = _mm512_load_si512(p + kRow * r);
-        const __m512i bias = _mm512_load_si512(p + kRow * r + 64);
-        const __m512 wd = _mm512_load_ps(p + kRow * r + 128);
-        #pragma GCC unroll 4
-        for (int t = 0; t < G; ++t) {
-          const __m512i av = _mm512_maskz_loadu_epi8(0xFFFFFFFFull, q[t] + 64 * j);
-          const __m512 ad = _mm512_maskz_loadu_ps(0x00FF, d8[t] + 16 * j);
-          s[r][t] = _mm512_mask3_fmadd_ps(
-              _mm512_mul_ps(wd, ad),
-              _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(bias, _mm512_xor_si512(av, x80), w)), s[r][t],
-              0x00FF);
+        __m512i w = _mm512_load_si512(pb + 128 * r);
+        __m512i bias = _mm512_load_si512(pb + 128 * r + 64);
+        // In registers for both token pairs: GCC would load each again as a memory operand,
+        // and the loads (codes, bias, product, tokens) are what bound this loop.
+        __asm__("" : "+v"(w), "+v"(bias));
+        #pragma GCC unroll 2
+        for (int p = 0; p < P; ++p) {
+          const __m512 pr = _mm512_castpd_ps(
+              _mm512_broadcastsd_pd(_mm_load_sd(reinterpret_cast<const double*>(pr4 + 4 * r + 2 * p))));
+          s[r][p][E] = _mm512_fmadd_ps(pr, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(bias, u[p], w)),
+                                       s[r][p][E]);
         }
       }
+    };
+    int64_t b = c0;
+    for (; b + 2 <= c1; b += 2) {
+      step.template operator()<0>(b);
+      step.template operator()<1>(b + 1);
     }
+    if (b < c1) step.template operator()<0>(b);  // a last even block
     #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r)
-      #pragma GCC unroll 4
-      for (int t = 0; t < G; ++t) _mm512_store_ps(acc[t][r], s[r][t]);
+      #pragma GCC unroll 2
+      for (int p = 0; p < P; ++p)
+        #pragma GCC unroll 2
+        for (int e = 0; e < 2; ++e) _mm512_store_ps(acc[2 * p + e][r], s[r][p][e]);
   }
 };
