@@ -26,7 +26,7 @@
 // by the same products in the same two FMAs per super-block, then tree8: the same bits.
 
 template <TensorType TY>
-struct KZmm {
+struct KZmm : BlockPanel<256, 2368> {
   using K = KQuantK<TY>;
   static constexpr bool kQ6 = K::kQ6;
   static constexpr int kT = 8;  // tokens per tile, taken 4 at a time
@@ -36,19 +36,9 @@ struct KZmm {
   // (16 lanes, Q6_K), 64 bytes a row; at kD the rows' d, then dmin.
   static constexpr int64_t kMins = 2048;
   static constexpr int64_t kD = kMins + 256;
-  static constexpr int64_t kBlock = kD + 64;
+  static_assert(kD + 64 == kBlock);
   // Super-blocks per chunk: 18.5 KiB of panel stay in L1 while both token groups pass.
   static constexpr int64_t kChunk = 8;
-
-  int64_t k = 0, nb = 0;
-  uint8_t* panel = nullptr;
-
-  static int64_t bytes(int64_t k) { return kBlock * (k / 256); }
-
-  void bind(uint8_t* mem, int64_t k_) {
-    k = k_, nb = k_ / 256;
-    panel = mem;
-  }
 
   void fill(const uint8_t* const* rows) {
     const __m512i m0f = _mm512_set1_epi8(0x0F);

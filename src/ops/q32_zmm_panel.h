@@ -29,24 +29,13 @@
 // wait in memory between chunks of blocks (their values).
 
 template <TensorType TY>
-struct Q32Zmm {
+struct Q32Zmm : BlockPanel<32, 576> {
   static_assert(TY == TensorType::Q8_0 || TY == TensorType::Q4_0 || TY == TensorType::Q5_0);
   static constexpr int kT = 8;  // tokens per tile, taken 4 at a time (two pairs)
   // Block b at panel + kBlock b: row r's doubled codes at 128 r, its bias 64 bytes on; at 512
   // the rows' scales wd as 16 floats, rows 0, 0, 0, 0, 1, 1, 1, 1, .. (to meet 4 tokens' ad).
-  static constexpr int64_t kBlock = 576;
   // Blocks per chunk: 18 KiB of panel stay in L1 while both token groups of a tile pass.
   static constexpr int64_t kChunk = 32;
-
-  int64_t k = 0, nb = 0;
-  uint8_t* panel = nullptr;
-
-  static int64_t bytes(int64_t k) { return kBlock * (k / 32); }
-
-  void bind(uint8_t* mem, int64_t k_) {
-    k = k_, nb = k_ / 32;
-    panel = mem;
-  }
 
   void fill(const uint8_t* const* rows) {
     const __m512i x80 = _mm512_set1_epi8(char(0x80)), zero = _mm512_setzero_si512();

@@ -127,7 +127,7 @@ void run_tiles(const WeightMatrix& W, const Activations& a, int64_t r0, int64_t 
   }
 }
 
-// The memory of a block-major row panel (Q32Panel, KPanel): a row block's columns as k / E
+// The memory of a block-major row panel (Q32Panel, KPanel, Q32Zmm, KZmm): a row block's columns as k / E
 // blocks of kBlock = B panel bytes each, at run_panels' allocation.
 template <int64_t E, int64_t B>
 struct BlockPanel {
