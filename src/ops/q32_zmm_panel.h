@@ -18,10 +18,14 @@
 //   - the two tokens' scale products are then one 8-byte pair, broadcast by vbroadcastsd from
 //     a table (a load; no multiply or shuffle per step): one vmulps per block makes the 16
 //     products of the tile's 4 rows and 4 tokens (the rows' scales, 4 times each, stored by
-//     fill, by the 4 tokens' scales from a.dt).
+//     fill, by the 4 tokens' scales from a.dt), for a whole chunk before its steps (a load
+//     right after its 64-byte store waited for the store to forward).
 // Per step (one row, two tokens, one block: 64 MACs): vpdpbusd, vcvtdq2ps, the FMA, where
 // Q32Vnni's zmm step (one row, one token, a block pair) adds a vmulps. A tile of 4 rows x 4
-// tokens keeps 16 accumulators (row, token pair, even or odd block) in registers.
+// tokens keeps 16 accumulators (row, token pair, even or odd block) in registers, and each
+// row's codes and bias stay in registers for both token pairs (the loads bound this loop).
+// Measured on that core (bench_matmul 1 avx512vnni 512, GOP/s): Q8_0 82-86 with Q32Vnni's
+// tile, 118-124 with a first panel of block pairs and a vmulps per step, 138-146 as written.
 //
 // The bits are Q32Vnni's and the scalar reference's: per token the same block sums, the same
 // products wd * ad and the same FMAs, even blocks into one accumulator and odd blocks into
