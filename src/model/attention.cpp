@@ -97,8 +97,8 @@ void Engine::Impl::project(int layer, const float* x, std::span<const Segment> s
 // canonical-v1 is kept bit for bit: for each (head, query) the arithmetic is the same as a
 // plain two-pass attention over keys 0..len-1 in order — the score of key j is dot_f32(q in
 // f16, k_j) * scale; the softmax is softmax_row over all len scores (its max, exp and sum
-// are over the whole row, so the reduction order depends on len alone; softmax_rows gives
-// the same bits for several rows at once); the probabilities
+// are over the whole row, so the reduction order depends on len alone; softmax_exp_rows
+// gives its exponentials and sum, the division comes in pass 2); the probabilities
 // are rounded to f16; out accumulates fma(p_j, v_j, out) for j = 0, 1, ..., len-1 (the
 // second pass walks the V blocks in order). Blocks, tiles and the task split only decide
 // when and by which thread each of those fixed operations runs, never their order.
@@ -134,7 +134,7 @@ void Engine::Impl::attend(int layer, std::span<const Segment> segs, int n_rows, 
   const int heads_per_task = (group + head_parts - 1) / head_parts;
   head_parts = (group + heads_per_task - 1) / heads_per_task;
   pool.parallel_for(int64_t(G) * tiles * head_parts, [&](int64_t b, int64_t e) {
-    thread_local std::vector<float> scores, qf, kvf, kt;
+    thread_local std::vector<float> scores, sums, qf, kvf, kt;
     thread_local std::vector<uint16_t> half;
     for (int64_t task = b; task < e; ++task) {
       const int g = int(task / (int64_t(tiles) * head_parts));
@@ -159,7 +159,7 @@ void Engine::Impl::attend(int layer, std::span<const Segment> segs, int n_rows, 
       if (scores.size() < size_t(nq) * P) scores.resize(size_t(nq) * P);
       if (qf.size() < size_t(nq) * D) qf.resize(size_t(nq) * D);
       if (kvf.size() < size_t(kKeyBlock) * D) kvf.resize(size_t(kKeyBlock) * D);
-      if (half.size() < size_t(std::max(P, D))) half.resize(size_t(std::max(P, D)));
+      if (half.size() < size_t(D)) half.resize(size_t(D));
       // The queries in f16, like the cached keys they meet (docs/numerics.md: the attention
       // products take f16 operands, as llama.cpp's CPU path does).
       for (int h = h0; h < h1; ++h)
@@ -217,41 +217,44 @@ void Engine::Impl::attend(int layer, std::span<const Segment> segs, int n_rows, 
           for (int t = t0; t < t1; ++t)
             hooks->on_scores(layer, h, pos0 + t, scores.data() + (size_t(h - h0) * nt + size_t(t - t0)) * P,
                              pos0 + t + 1);
-      // The softmax of each query over its whole row (a head's rows together, ops::softmax_rows
-      // overlaps their chains), the probabilities in f16 (like the cached values they weigh),
-      // and the output rows cleared.
+      // The softmax of each query over its whole row (a head's rows together: their sums are
+      // chains that ops::softmax_exp_rows overlaps), leaving e_j in the row and its sum in
+      // sums; the output rows cleared.
+      if (sums.size() < size_t(nq)) sums.resize(size_t(nq));
       for (int h = h0; h < h1; ++h) {
         float* rows[kQueryTile];
         int64_t lens[kQueryTile];
         for (int t = t0; t < t1; ++t) {
           rows[t - t0] = scores.data() + (size_t(h - h0) * nt + size_t(t - t0)) * P;
           lens[t - t0] = pos0 + t + 1;
-        }
-        ops::softmax_rows(rows, lens, nt);
-        for (int t = t0; t < t1; ++t) {
-          const int len = pos0 + t + 1;
-          float* sc = rows[t - t0];
-          ops::f32_to_f16_row(sc, half.data(), len);
-          ops::f16_to_f32_row(half.data(), sc, len);
           float* out = att_ + size_t(t) * qd + size_t(h) * D;
           std::fill(out, out + D, 0.0f);
         }
+        ops::softmax_exp_rows(rows, lens, nt, sums.data() + size_t(h - h0) * nt);
       }
       // Pass 2: out += p_j v_j, one value block at a time, keys in increasing order. The
       // block is at most 16 KB of f32, so it stays in L1 (half of it on Zen 3 / Zen 4) while
-      // every query of the task walks it.
+      // every query of the task walks it; each query's probabilities for the block, e_j / sum
+      // rounded to f16 (like the cached values they weigh), are made just before its products
+      // (softmax_row's division, where the row is read anyway).
       const int vblock = std::clamp(kValueBlockBytes / (4 * D), 8, kKeyBlock);
+      float probs[kKeyBlock];
       for (int j0 = 0; j0 < P; j0 += vblock) {
         const int j1 = std::min(P, j0 + vblock);
         ops::f16_to_f32_row(cache.v_row(layer, g, j0), kvf.data(), int64_t(j1 - j0) * D);
-        for (int h = h0; h < h1; ++h)
-          for (int t = t0; t < t1; ++t) {
-            const int len = pos0 + t + 1;
-            const int jend = std::min(j1, len);
-            const float* sc = scores.data() + (size_t(h - h0) * nt + size_t(t - t0)) * P;
-            float* out = att_ + size_t(t) * qd + size_t(h) * D;
-            if (jend > j0) ops::axpy_rows_f32(sc + j0, kvf.data(), jend - j0, D, out);
-          }
+        for (int qi = 0; qi < nq; ++qi) {
+          const int h = h0 + qi / nt, t = t0 + qi % nt;
+          const int jend = std::min(j1, pos0 + t + 1);
+          // The next query's exponentials for this block, fetched while this query's products
+          // run: at long context a task's rows (nq x P floats) are past L2, and the hardware
+          // prefetchers do not follow nq rows read a block at a time.
+          if (qi + 1 < nq)
+            for (int j = j0; j < j1; j += 16) __builtin_prefetch(scores.data() + size_t(qi + 1) * P + j);
+          if (jend <= j0) continue;
+          ops::divide_round_f16_row(scores.data() + size_t(qi) * P + j0, sums[size_t(qi)], jend - j0, probs);
+          float* out = att_ + size_t(t) * qd + size_t(h) * D;
+          ops::axpy_rows_f32(probs, kvf.data(), jend - j0, D, out);
+        }
       }
     }
   });

@@ -14,6 +14,9 @@ void exp_row_avx2(const float* x, int64_t n, float* y);
 void silu_mul_row_avx2(const float* g, const float* u, int64_t n, float* out);
 void exp_row_avx512(const float* x, int64_t n, float* y);
 void silu_mul_row_avx512(const float* g, const float* u, int64_t n, float* out);
+void exp_shift_row_avx2(const float* x, int64_t n, float m, float* y);
+void exp_shift_row_avx512(const float* x, int64_t n, float m, float* y);
+float max_row_avx2(const float* x, int64_t n);
 }  // namespace detail
 
 namespace {
@@ -82,37 +85,65 @@ void gelu_row(const float* x, int64_t n, float* out) {
 }
 
 namespace {
-// softmax_rows for up to 8 rows: the max and the sum over the prefix all rows share run as
-// interleaved chains, each row's rest (a few elements) alone, in the same per-row order.
-void softmax_rows8(float* const* rows, const int64_t* n, int count) {
+// y[i] = exp_f32(x[i] - m), the subtraction and the exponential in one pass. x and y may alias.
+void exp_shift_row(const float* x, int64_t n, float m, float* y) {
+  const SimdLevel level = simd_base(active_simd());
+  if (level == SimdLevel::avx512) return detail::exp_shift_row_avx512(x, n, m, y);
+  if (level == SimdLevel::avx2) return detail::exp_shift_row_avx2(x, n, m, y);
+  for (int64_t i = 0; i < n; ++i) y[i] = exp_f32(x[i] - m);
+}
+
+// m = x[0], then m = x[i] > m ? x[i] : m for every i (n >= 1).
+float max_row(const float* x, int64_t n) {
+  if (active_simd() != SimdLevel::scalar) return detail::max_row_avx2(x, n);
+  float m = x[0];
+  for (int64_t i = 1; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+// Exponentials per row between two rounds of sums: 8 rows x 2 KiB, still in L1 when the
+// sums read them.
+constexpr int64_t kSumBlock = 512;
+
+// softmax_exp_rows for up to 8 rows: the sums over the prefix all rows share run as
+// interleaved chains, block by block; each row's rest (a few elements) alone.
+void softmax_exp_rows8(float* const* rows, const int64_t* n, int count, float* sums) {
   constexpr int kMax = 8;
   float m[kMax], sum[kMax];
   int64_t common = n[0];
   for (int r = 0; r < count; ++r) {
     common = n[r] < common ? n[r] : common;
-    m[r] = rows[r][0];
-  }
-  for (int64_t i = 1; i < common; ++i)
-    for (int r = 0; r < count; ++r) m[r] = rows[r][i] > m[r] ? rows[r][i] : m[r];
-  for (int r = 0; r < count; ++r) {
-    for (int64_t i = common > 1 ? common : 1; i < n[r]; ++i) m[r] = rows[r][i] > m[r] ? rows[r][i] : m[r];
-    float* s = rows[r];
-    for (int64_t i = 0; i < n[r]; ++i) s[i] -= m[r];
-    exp_row(s, n[r], s);
+    m[r] = max_row(rows[r], n[r]);
     sum[r] = 0.0f;
   }
-  for (int64_t i = 0; i < common; ++i)
-    for (int r = 0; r < count; ++r) sum[r] += rows[r][i];
+  for (int64_t b0 = 0; b0 < common; b0 += kSumBlock) {
+    const int64_t b1 = common - b0 < kSumBlock ? common : b0 + kSumBlock;
+    for (int r = 0; r < count; ++r) exp_shift_row(rows[r] + b0, b1 - b0, m[r], rows[r] + b0);
+    for (int64_t i = b0; i < b1; ++i)
+      for (int r = 0; r < count; ++r) sum[r] += rows[r][i];
+  }
   for (int r = 0; r < count; ++r) {
-    for (int64_t i = common; i < n[r]; ++i) sum[r] += rows[r][i];
     float* s = rows[r];
-    for (int64_t i = 0; i < n[r]; ++i) s[i] /= sum[r];
+    exp_shift_row(s + common, n[r] - common, m[r], s + common);
+    for (int64_t i = common; i < n[r]; ++i) sum[r] += s[i];
+    sums[r] = sum[r];
   }
 }
 }  // namespace
 
+void softmax_exp_rows(float* const* rows, const int64_t* n, int count, float* sums) {
+  for (int r0 = 0; r0 < count; r0 += 8)
+    softmax_exp_rows8(rows + r0, n + r0, count - r0 < 8 ? count - r0 : 8, sums + r0);
+}
+
 void softmax_rows(float* const* rows, const int64_t* n, int count) {
-  for (int r0 = 0; r0 < count; r0 += 8) softmax_rows8(rows + r0, n + r0, count - r0 < 8 ? count - r0 : 8);
+  for (int r0 = 0; r0 < count; r0 += 8) {
+    const int c = count - r0 < 8 ? count - r0 : 8;
+    float sums[8];
+    softmax_exp_rows8(rows + r0, n + r0, c, sums);
+    for (int r = 0; r < c; ++r)
+      for (int64_t i = 0; i < n[r0 + r]; ++i) rows[r0 + r][i] /= sums[r];
+  }
 }
 
 // One row is a group of one: a single implementation, so the two entry points cannot drift.

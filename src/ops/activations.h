@@ -33,9 +33,16 @@ void gelu_row(const float* x, int64_t n, float* out);
 // ... in increasing i (sequential f32 adds); s_i = e_i / sum.
 void softmax_row(float* s, int64_t n);
 // softmax_row of each of `count` rows (rows[r] of length n[r] >= 1), the same bits per row.
-// The max and the sum are sequential chains, one add (compare) per element each waiting for
-// the previous one; the chains of up to 8 rows run interleaved, so the core overlaps them
-// (attention: the rows of a task's queries, whose lengths differ by a few keys).
 void softmax_rows(float* const* rows, const int64_t* n, int count);
+// The first two steps of softmax_row for each of `count` rows, in place: rows[r][i] = e_i and
+// sums[r] = sum, the same bits; softmax_row is this, then s_i = e_i / sum. For callers that
+// divide later, where they read the row anyway (attention divides each block of 64 keys as
+// its value products take it, so a long row is not read and written once more in between).
+// The max is a vector max per row (`x > m ? x : m` in every lane, the scalar comparison: the
+// same value, up to the sign of a zero max, which leaves every s_i - m unchanged); the sum is
+// a sequential chain per row, one add waiting for the previous one, so the chains of up to 8
+// rows run interleaved over blocks of exponentials still in L1 (attention: the rows of a
+// task's queries, whose lengths differ by a few keys).
+void softmax_exp_rows(float* const* rows, const int64_t* n, int count, float* sums);
 
 }  // namespace ember::ops

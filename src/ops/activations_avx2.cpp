@@ -50,17 +50,53 @@ inline __m256 silu_mul8(__m256 a, __m256 u) {
   const __m256 e = exp8(_mm256_xor_ps(a, _mm256_set1_ps(-0.0f)));
   return _mm256_mul_ps(_mm256_div_ps(a, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
 }
-}  // namespace
 
-void exp_row_avx2(const float* x, int64_t n, float* y) {
+// y[i] = exp_f32(x[i] - m) (shifted) or exp_f32(x[i]); the tail through a zero-padded copy
+// (x and y may alias).
+template <bool kShift>
+void exp_rows(const float* x, int64_t n, float m, float* y) {
+  const __m256 vm = _mm256_set1_ps(m);
+  auto arg = [&](__m256 v) { return kShift ? _mm256_sub_ps(v, vm) : v; };
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, exp8(_mm256_loadu_ps(x + i)));
-  if (i < n) {  // the tail through a zero-padded copy (x and y may alias)
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, exp8(arg(_mm256_loadu_ps(x + i))));
+  if (i < n) {
     alignas(32) float buf[8] = {};
     std::memcpy(buf, x + i, size_t(n - i) * 4);
-    _mm256_store_ps(buf, exp8(_mm256_load_ps(buf)));
+    _mm256_store_ps(buf, exp8(arg(_mm256_load_ps(buf))));
     std::memcpy(y + i, buf, size_t(n - i) * 4);
   }
+}
+}  // namespace
+
+void exp_row_avx2(const float* x, int64_t n, float* y) { exp_rows<false>(x, n, 0.0f, y); }
+
+void exp_shift_row_avx2(const float* x, int64_t n, float m, float* y) {
+  exp_rows<true>(x, n, m, y);
+}
+
+// vmaxps(x, m) is `x > m ? x : m` in each lane (m when either is NaN): the scalar comparison.
+// Every lane starts at x[0], so a NaN there stays (each lane NaN); otherwise each lane holds
+// the max of its elements and the lanes fold by the same comparison. Four chains, whose
+// latency would otherwise bound the loop.
+float max_row_avx2(const float* x, int64_t n) {
+  __m256 m0 = _mm256_set1_ps(x[0]), m1 = m0, m2 = m0, m3 = m0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+    m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+    m2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 16), m2);
+    m3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 24), m3);
+  }
+  for (; i + 8 <= n; i += 8) m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+  m0 = _mm256_max_ps(m1, m0);
+  m2 = _mm256_max_ps(m3, m2);
+  m0 = _mm256_max_ps(m2, m0);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m0);
+  float m = lanes[0];
+  for (int l = 1; l < 8; ++l) m = lanes[l] > m ? lanes[l] : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
 }
 
 void silu_mul_row_avx2(const float* g, const float* u, int64_t n, float* out) {

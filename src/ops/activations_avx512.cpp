@@ -42,15 +42,25 @@ inline __m512 exp16(__m512 x) {
   out = _mm512_mask_mov_ps(out, nan, x);
   return out;
 }
+
+// y[i] = exp_f32(x[i] - m) (shifted) or exp_f32(x[i]); the tail masked.
+template <bool kShift>
+void exp_rows(const float* x, int64_t n, float m, float* y) {
+  const __m512 vm = _mm512_set1_ps(m);
+  auto arg = [&](__m512 v) { return kShift ? _mm512_sub_ps(v, vm) : v; };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, exp16(arg(_mm512_loadu_ps(x + i))));
+  if (i < n) {
+    const __mmask16 k = __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, k, exp16(arg(_mm512_maskz_loadu_ps(k, x + i))));
+  }
+}
 }  // namespace
 
-void exp_row_avx512(const float* x, int64_t n, float* y) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, exp16(_mm512_loadu_ps(x + i)));
-  if (i < n) {
-    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(y + i, m, exp16(_mm512_maskz_loadu_ps(m, x + i)));
-  }
+void exp_row_avx512(const float* x, int64_t n, float* y) { exp_rows<false>(x, n, 0.0f, y); }
+
+void exp_shift_row_avx512(const float* x, int64_t n, float m, float* y) {
+  exp_rows<true>(x, n, m, y);
 }
 
 void silu_mul_row_avx512(const float* g, const float* u, int64_t n, float* out) {

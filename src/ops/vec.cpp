@@ -22,6 +22,7 @@ void axpy_rows_f32_avx512(const float* w, const float* x, int64_t rows, int64_t 
 void f32_to_f16_row_avx2(const float* src, uint16_t* dst, int64_t n);
 void f16_rows_to_f32_columns_avx2(const uint16_t* src, int64_t rows, int64_t n, float* dst,
                                   int64_t ld);
+void divide_round_f16_row_avx2(const float* x, float d, int64_t n, float* out);
 }  // namespace detail
 
 void axpy_f32(float a, const float* x, float* y, int64_t n) {
@@ -68,6 +69,11 @@ void f16_rows_to_f32_columns(const uint16_t* src, int64_t rows, int64_t n, float
 void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n) {
   if (active_simd() != SimdLevel::scalar) return detail::f32_to_f16_row_avx2(src, dst, n);
   for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+void divide_round_f16_row(const float* x, float d, int64_t n, float* out) {
+  if (active_simd() != SimdLevel::scalar) return detail::divide_round_f16_row_avx2(x, d, n, out);
+  for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(f32_to_f16(x[i] / d));
 }
 
 }  // namespace ember::ops

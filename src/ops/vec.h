@@ -30,5 +30,9 @@ void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n);
 void f16_rows_to_f32_columns(const uint16_t* src, int64_t rows, int64_t n, float* dst, int64_t ld);
 // dst[i] = f32 -> f16, round to nearest even (util/f16.h).  src (n,) -> dst (n,)
 void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n);
+// out[i] = f16 -> f32 of (f32 -> f16 of x[i] / d): a quotient rounded to f16 and back (the
+// attention probabilities e_j / sum as its value products take them, docs/numerics.md step 8).
+//   x (n,) -> out (n,); out may alias x
+void divide_round_f16_row(const float* x, float d, int64_t n, float* out);
 
 }  // namespace ember::ops

@@ -182,6 +182,15 @@ void f32_to_f16_row_avx2(const float* src, uint16_t* dst, int64_t n) {
   for (; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
 
+void divide_round_f16_row_avx2(const float* x, float d, int64_t n, float* out) {
+  const __m256 vd = _mm256_set1_ps(d);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(
+                                  _mm256_div_ps(_mm256_loadu_ps(x + i), vd), _MM_FROUND_TO_NEAREST_INT)));
+  for (; i < n; ++i) out[i] = f16_to_f32(f32_to_f16(x[i] / d));
+}
+
 // 8 x 8 blocks: eight rows of 8 halves converted (vcvtph2ps), transposed in registers
 // (unpack, shuffle, 128-bit permute), stored as eight columns; the edges one value at a time.
 void f16_rows_to_f32_columns_avx2(const uint16_t* src, int64_t rows, int64_t n, float* dst,

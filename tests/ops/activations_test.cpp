@@ -154,6 +154,88 @@ TEST(Softmax, RowsGiveEachRowItsOwnBits) {
   }
 }
 
+// The exponentials and sums of softmax_exp_rows are softmax_row's steps, spelled out here as
+// its contract states them (the max by `x > m ? x : m` from the first element, exp_f32 of the
+// difference, a sequential sum from +0), on every path: rows longer than a block of sums (512)
+// and of odd lengths, the max in a vector's tail, at the start and in the middle, a NaN in the
+// middle (ignored by the max, not by the sum) and at the start (the whole row NaN), -inf
+// scores (weight 0), a zero max with both signs of zero, and a group of 8 rows plus one.
+// Then each e / sum is softmax_row's bit.
+TEST(Softmax, ExpRowsAreTheContractsStepsOnEveryPath) {
+  SimdGuard guard;
+  const int64_t lens[9] = {1300, 1301, 517, 9, 1, 1299, 1024, 700, 33};
+  std::vector<std::vector<float>> base(9);
+  for (int r = 0; r < 9; ++r) {
+    std::mt19937 rng(uint32_t(40 + r));
+    std::uniform_real_distribution<float> d(-30.0f, 12.0f);
+    for (int64_t i = 0; i < lens[r]; ++i) base[size_t(r)].push_back(d(rng));
+  }
+  base[0][1299] = 40.0f;                                     // max in the last vector's tail
+  base[1][0] = 50.0f;                                        // max first
+  base[2][300] = std::numeric_limits<float>::quiet_NaN();    // NaN in the middle
+  base[2][301] = 60.0f;
+  base[3][0] = std::numeric_limits<float>::quiet_NaN();      // NaN first: all NaN
+  for (float& x : base[5]) x = x > 0.0f ? -x : x;            // all <= 0 ...
+  base[5][100] = 0.0f, base[5][900] = -0.0f, base[5][7] = -0.0f;  // ... max a zero of either sign
+  base[6][17] = -INFINITY, base[6][1000] = -INFINITY;
+  auto reference = [](std::vector<float> s, float* sum) {
+    float m = s[0];
+    for (float x : s) m = x > m ? x : m;
+    float acc = 0.0f;
+    for (float& x : s) x = exp_f32(x - m), acc += x;
+    *sum = acc;
+    return s;
+  };
+  auto same = [](float a, float b) { return std::isnan(a) ? std::isnan(b) : bits(a) == bits(b); };
+  for (SimdLevel level : test::simd_levels_under_test()) {
+    set_simd_override(level);
+    std::vector<std::vector<float>> got = base;
+    float* rows[9];
+    for (int r = 0; r < 9; ++r) rows[r] = got[size_t(r)].data();
+    float sums[9];
+    softmax_exp_rows(rows, lens, 9, sums);
+    for (int r = 0; r < 9; ++r) {
+      float want_sum;
+      const std::vector<float> want = reference(base[size_t(r)], &want_sum);
+      ASSERT_TRUE(same(sums[r], want_sum)) << simd_name(level) << " row " << r;
+      std::vector<float> soft = base[size_t(r)];
+      softmax_row(soft.data(), lens[r]);
+      for (int64_t i = 0; i < lens[r]; ++i) {
+        ASSERT_TRUE(same(got[size_t(r)][size_t(i)], want[size_t(i)]))
+            << simd_name(level) << " row " << r << " element " << i;
+        ASSERT_TRUE(same(got[size_t(r)][size_t(i)] / sums[r], soft[size_t(i)]))
+            << simd_name(level) << " row " << r << " element " << i;
+      }
+    }
+    EXPECT_TRUE(std::isnan(sums[3])) << simd_name(level);
+    EXPECT_FALSE(std::isnan(sums[0])) << simd_name(level);
+  }
+}
+
+// divide_round_f16_row: x / d rounded to f16 and back, on every path, for quotients that are
+// normal, subnormal and overflowing in f16, zero, and NaN, at lengths with and without a tail.
+TEST(Vec, DivideRoundF16IsTheQuotientRoundedToF16) {
+  SimdGuard guard;
+  const std::vector<float> x = edge_and_random(1003, -70000.0f, 70000.0f, 6);
+  for (float d : {1.0f, 3.0f, 7e4f, 1e-3f, 1e9f}) {
+    for (SimdLevel level : test::simd_levels_under_test()) {
+      set_simd_override(level);
+      for (int64_t n : {int64_t(1003), int64_t(8), int64_t(5)}) {
+        std::vector<float> got(static_cast<size_t>(n));
+        divide_round_f16_row(x.data(), d, n, got.data());
+        for (int64_t i = 0; i < n; ++i) {
+          const float want = f16_to_f32(f32_to_f16(x[size_t(i)] / d));
+          if (std::isnan(want)) {
+            ASSERT_TRUE(std::isnan(got[size_t(i)])) << simd_name(level);
+            continue;
+          }
+          ASSERT_EQ(bits(got[size_t(i)]), bits(want)) << simd_name(level) << " x=" << x[size_t(i)] << " d=" << d;
+        }
+      }
+    }
+  }
+}
+
 TEST(Vec, TwinsAreBitIdentical) {
   SimdGuard guard;
   const std::vector<float> x = edge_and_random(1000, -70000.0f, 70000.0f, 4);
