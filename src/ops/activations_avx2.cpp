@@ -26,6 +26,15 @@ inline __m256 exp8(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
   const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, z, r), _mm256_set1_ps(1.0f));
+  // Where every lane has -86 <= x <= 88 (so no NaN), n is in [-124, 127]: 2^n is a normal
+  // float and y * 2^n (y in [0.7, 1.5)) a normal result, so one multiply by 2^n is exact, as
+  // each of the scalar code's two steps is: the same bits, without its second conversion,
+  // multiply and range fix-ups (the attention softmax's arguments are almost all here).
+  const __m256 in = _mm256_and_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-86.0f), _CMP_GE_OQ),
+                                  _mm256_cmp_ps(x, _mm256_set1_ps(88.0f), _CMP_LE_OQ));
+  if (_mm256_movemask_ps(in) == 0xFF)
+    return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                _mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23)));
   // y * 2^n1 * 2^n2 with n1 = trunc(n / 2), n2 = n - n1 (as the scalar integer code). Lanes
   // out of range get garbage exponents here and are replaced below.
   const __m256 n1f = _mm256_round_ps(_mm256_mul_ps(n, _mm256_set1_ps(0.5f)),

@@ -24,6 +24,13 @@ inline __m512 exp16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, z, r), _mm512_set1_ps(1.0f));
+  // Where every lane has -86 <= x <= 88: one exact multiply by 2^n (activations_avx2.cpp's
+  // exp8 says why it is the scalar code's bits).
+  const __mmask16 in = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-86.0f), _CMP_GE_OQ) &
+                       _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.0f), _CMP_LE_OQ);
+  if (in == 0xFFFF)
+    return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(
+                                _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23)));
   // y * 2^n1 * 2^n2 with n1 = trunc(n / 2), n2 = n - n1 (as the scalar integer code).
   const __m512 n1f = _mm512_roundscale_ps(_mm512_mul_ps(n, _mm512_set1_ps(0.5f)),
                                           _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);

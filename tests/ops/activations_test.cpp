@@ -83,6 +83,27 @@ TEST(Exp, EveryPathIsBitIdenticalToScalar) {
   }
 }
 
+// Runs of arguments all inside [-86, 88], where the vector twins scale by one multiply, and
+// sorted sweeps across both ends of that range and of exp_f32's own (-103.97, 88.72), so that
+// vectors hold lanes on both sides: every path gives the scalar bits.
+TEST(Exp, EveryPathIsBitIdenticalToScalarInAndAcrossTheFastRange) {
+  SimdGuard guard;
+  std::vector<float> x;
+  for (float v = -86.0f; v <= 88.0f; v += 0.0137f) x.push_back(v);
+  for (float v = -86.2f; v <= -85.8f; v = std::nextafter(v, INFINITY) + 1e-4f) x.push_back(v);
+  for (float v = 87.8f; v <= 88.8f; v = std::nextafter(v, INFINITY) + 1e-4f) x.push_back(v);
+  for (float v = -104.1f; v <= -103.8f; v = std::nextafter(v, INFINITY) + 1e-4f) x.push_back(v);
+  std::vector<float> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = exp_f32(x[i]);
+  for (SimdLevel level : test::simd_levels_under_test()) {
+    set_simd_override(level);
+    std::vector<float> got(x.size());
+    exp_row(x.data(), int64_t(x.size()), got.data());
+    for (size_t i = 0; i < x.size(); ++i)
+      ASSERT_EQ(bits(got[i]), bits(want[i])) << simd_name(level) << " x=" << x[i];
+  }
+}
+
 TEST(Silu, EveryPathIsBitIdenticalToScalarAndCorrect) {
   SimdGuard guard;
   const std::vector<float> g = edge_and_random(1027, -30.0f, 30.0f, 9);
