@@ -3,7 +3,9 @@
 //   keys:   ops::dot_f32_keys, the scores of a task's queries against one transposed block of
 //           64 keys (2 nq keys D FLOPs);
 //   values: ops::axpy_rows_f32, out += p_j v_j over a block of 64 value rows, per query
-//           (2 nq 64 D FLOPs).
+//           (2 nq 64 D FLOPs);
+//   shared: the same through ops::axpy_rows_f32_shared, all the task's queries in one call
+//           (the engine's form: each value row loaded once for several queries).
 // Usage: bench_attention [simd=active] [head_dim=128] [queries=32] [ld=keys] [keys=64]. A task
 // of the engine has up to 16 query tokens times the query heads of one KV head (Qwen3-0.6B: 2,
 // so 32 queries); ld is the row stride of the transposed key block (the engine uses keys + 8).
@@ -53,9 +55,17 @@ int main(int argc, char** argv) {
       for (int64_t i = 0; i < nq; ++i)
         ops::axpy_rows_f32(p.data() + i * kKeys, v.data(), kKeys, D, out.data() + i * D);
   }, bench::cpu_now_s);
+  std::vector<const float*> ws(static_cast<size_t>(nq));
+  std::vector<float*> ys(static_cast<size_t>(nq));
+  for (int64_t i = 0; i < nq; ++i) ws[size_t(i)] = p.data() + i * kKeys, ys[size_t(i)] = out.data() + i * D;
+  const double ts = bench::median_time(15, [&] {
+    for (int r = 0; r < inner; ++r)
+      ops::axpy_rows_f32_shared(ws.data(), v.data(), kKeys, D, ys.data(), int(nq));
+  }, bench::cpu_now_s);
   const double flops = 2.0 * double(nq) * double(kKeys) * double(D) * inner;
   std::printf("%-7s %10s %8s\n", "kernel", "GFLOP/s", "/peak");
   std::printf("%-7s %10.1f %8.3f\n", "keys", flops / tk / 1e9, flops / tk / peak);
   std::printf("%-7s %10.1f %8.3f\n", "values", flops / tv / 1e9, flops / tv / peak);
+  std::printf("%-7s %10.1f %8.3f\n", "shared", flops / ts / 1e9, flops / ts / peak);
   return 0;
 }

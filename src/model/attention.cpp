@@ -109,6 +109,9 @@ constexpr int kKeyBlock = 64;    // keys converted at a time
 // head_dim 128: 60 -> 78 GFLOP/s).
 constexpr int kKeyLd = kKeyBlock + 8;
 constexpr int kValueBlockBytes = 16 << 10;  // f32 value rows converted at a time
+// Queries per call of ops::axpy_rows_f32_shared (a multiple of its groups: 3 on AVX2, 4 on
+// AVX-512).
+constexpr int kPassQueries = 12;
 constexpr int kQueryTile = 16;   // query tokens per task
 // Queries a task needs before transposing its key blocks pays (decode tasks have 1-7).
 constexpr int kTransposeQueries = 8;
@@ -236,12 +239,21 @@ void Engine::Impl::attend(int layer, std::span<const Segment> segs, int n_rows, 
       // block is at most 16 KB of f32, so it stays in L1 (half of it on Zen 3 / Zen 4) while
       // every query of the task walks it; each query's probabilities for the block, e_j / sum
       // rounded to f16 (like the cached values they weigh), are made just before its products
-      // (softmax_row's division, where the row is read anyway).
+      // (softmax_row's division, where the row is read anyway). The queries that see the whole
+      // block go kPassQueries at a time through one call that loads each value row once for
+      // several of them; those that end inside it (the block on the diagonal) go alone.
       const int vblock = std::clamp(kValueBlockBytes / (4 * D), 8, kKeyBlock);
-      float probs[kKeyBlock];
+      alignas(64) float probs[kPassQueries][kKeyBlock], alone[kKeyBlock];
+      const float* ws[kPassQueries];
+      float* outs[kPassQueries];
       for (int j0 = 0; j0 < P; j0 += vblock) {
         const int j1 = std::min(P, j0 + vblock);
         ops::f16_to_f32_row(cache.v_row(layer, g, j0), kvf.data(), int64_t(j1 - j0) * D);
+        int group_n = 0;
+        auto flush = [&] {
+          ops::axpy_rows_f32_shared(ws, kvf.data(), j1 - j0, D, outs, group_n);
+          group_n = 0;
+        };
         for (int qi = 0; qi < nq; ++qi) {
           const int h = h0 + qi / nt, t = t0 + qi % nt;
           const int jend = std::min(j1, pos0 + t + 1);
@@ -251,10 +263,19 @@ void Engine::Impl::attend(int layer, std::span<const Segment> segs, int n_rows, 
           if (qi + 1 < nq)
             for (int j = j0; j < j1; j += 16) __builtin_prefetch(scores.data() + size_t(qi + 1) * P + j);
           if (jend <= j0) continue;
-          ops::divide_round_f16_row(scores.data() + size_t(qi) * P + j0, sums[size_t(qi)], jend - j0, probs);
           float* out = att_ + size_t(t) * qd + size_t(h) * D;
-          ops::axpy_rows_f32(probs, kvf.data(), jend - j0, D, out);
+          const float* ex = scores.data() + size_t(qi) * P + j0;
+          if (jend < j1) {
+            ops::divide_round_f16_row(ex, sums[size_t(qi)], jend - j0, alone);
+            ops::axpy_rows_f32(alone, kvf.data(), jend - j0, D, out);
+            continue;
+          }
+          ops::divide_round_f16_row(ex, sums[size_t(qi)], j1 - j0, probs[group_n]);
+          ws[group_n] = probs[group_n];
+          outs[group_n] = out;
+          if (++group_n == kPassQueries) flush();
         }
+        if (group_n > 0) flush();
       }
     }
   });

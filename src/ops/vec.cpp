@@ -23,6 +23,10 @@ void f32_to_f16_row_avx2(const float* src, uint16_t* dst, int64_t n);
 void f16_rows_to_f32_columns_avx2(const uint16_t* src, int64_t rows, int64_t n, float* dst,
                                   int64_t ld);
 void divide_round_f16_row_avx2(const float* x, float d, int64_t n, float* out);
+void axpy_rows_f32_shared_avx2(const float* const* w, const float* x, int64_t rows, int64_t n,
+                               float* const* y, int count);
+void axpy_rows_f32_shared_avx512(const float* const* w, const float* x, int64_t rows, int64_t n,
+                                 float* const* y, int count);
 }  // namespace detail
 
 void axpy_f32(float a, const float* x, float* y, int64_t n) {
@@ -36,6 +40,14 @@ void axpy_rows_f32(const float* w, const float* x, int64_t rows, int64_t n, floa
   if (level == SimdLevel::avx2) return detail::axpy_rows_f32_avx2(w, x, rows, n, y);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < n; ++i) y[i] = std::fma(w[r], x[r * n + i], y[i]);
+}
+
+void axpy_rows_f32_shared(const float* const* w, const float* x, int64_t rows, int64_t n,
+                          float* const* y, int count) {
+  const SimdLevel level = simd_base(active_simd());
+  if (level == SimdLevel::avx512) return detail::axpy_rows_f32_shared_avx512(w, x, rows, n, y, count);
+  if (level == SimdLevel::avx2) return detail::axpy_rows_f32_shared_avx2(w, x, rows, n, y, count);
+  for (int k = 0; k < count; ++k) axpy_rows_f32(w[k], x, rows, n, y[k]);
 }
 
 void dot_f32_keys(const float* q, int64_t nq, const float* kt, int64_t keys, int64_t n,

@@ -12,6 +12,11 @@ void axpy_f32(float a, const float* x, float* y, int64_t n);
 // bits as rows calls of axpy_f32 (each element's chain is in r order), with y held in
 // registers across the rows.  w (rows,), x (rows, n), y (n,)
 void axpy_rows_f32(const float* w, const float* x, int64_t rows, int64_t n, float* y);
+// axpy_rows_f32(w[k], x, rows, n, y[k]) for each k < count, the same bits, with each row of
+// x read once for several outputs (attention: a task's queries against a block of value rows).
+//   w[k] (rows,), x (rows, n), y[k] (n,)
+void axpy_rows_f32_shared(const float* const* w, const float* x, int64_t rows, int64_t n,
+                          float* const* y, int count);
 // out[i * out_ld + c] = dot_f32(query i, key c, n) * scale for queries i in [0, nq) (query i
 // at q + i * n) and keys c in [0, keys), bit for bit (ops/dot.h: element j in lane j % 16,
 // fma in increasing j, the fixed tree), with the keys given transposed: element j of key c at

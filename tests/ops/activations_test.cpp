@@ -324,6 +324,53 @@ TEST(Vec, F16RowsToF32ColumnsTransposesExactly) {
 
 // The row kernels attention uses over a block of keys give the bits of the one-row calls on
 // the same path (edge values included), and the paths agree with scalar on finite data.
+// axpy_rows_f32_shared: 1 to 13 outputs over one x (groups of 3 and 4 and their remainders),
+// at widths that take each vector loop and tail (200 = 192 + 8), on every path: each output
+// has the bits of its own scalar axpy_rows_f32 call; a NaN and an infinity in x stay where
+// they land (NaN for NaN: its sign and payload are not canonical-v1's).
+TEST(Vec, SharedRowsEqualEachOutputsOwnCall) {
+  SimdGuard guard;
+  const int64_t rows = 29;
+  for (const int64_t n : {int64_t(64), int64_t(128), int64_t(200), int64_t(40), int64_t(7)}) {
+    std::vector<float> x = edge_and_random(size_t(rows * n) + 32, -3.0f, 3.0f, 21);
+    x.erase(x.begin(), x.begin() + 32);
+    x.resize(size_t(rows * n));
+    x[size_t(3 * n + 1)] = std::numeric_limits<float>::quiet_NaN();
+    x[size_t(5 * n + n - 1)] = INFINITY;
+    for (int count = 1; count <= 13; ++count) {
+      const size_t nc = static_cast<size_t>(count);
+      std::vector<std::vector<float>> w(nc), y_in(nc), want(nc);
+      set_simd_override(SimdLevel::scalar);
+      for (int k = 0; k < count; ++k) {
+        w[size_t(k)] = edge_and_random(size_t(rows) + 32, -1.0f, 1.0f, uint32_t(100 + k));
+        w[size_t(k)].erase(w[size_t(k)].begin(), w[size_t(k)].begin() + 32);
+        y_in[size_t(k)] = edge_and_random(size_t(n) + 32, -1.0f, 1.0f, uint32_t(200 + k));
+        y_in[size_t(k)].erase(y_in[size_t(k)].begin(), y_in[size_t(k)].begin() + 32);
+        want[size_t(k)] = y_in[size_t(k)];
+        axpy_rows_f32(w[size_t(k)].data(), x.data(), rows, n, want[size_t(k)].data());
+      }
+      for (SimdLevel level : test::simd_levels_under_test()) {
+        set_simd_override(level);
+        std::vector<std::vector<float>> got = y_in;
+        std::vector<const float*> ws;
+        std::vector<float*> ys;
+        for (int k = 0; k < count; ++k) ws.push_back(w[size_t(k)].data()), ys.push_back(got[size_t(k)].data());
+        axpy_rows_f32_shared(ws.data(), x.data(), rows, n, ys.data(), count);
+        for (int k = 0; k < count; ++k)
+          for (int64_t i = 0; i < n; ++i) {
+            const float g = got[size_t(k)][size_t(i)], e = want[size_t(k)][size_t(i)];
+            if (std::isnan(e)) {
+              ASSERT_TRUE(std::isnan(g)) << simd_name(level);
+              continue;
+            }
+            ASSERT_EQ(bits(g), bits(e)) << simd_name(level) << " n=" << n << " count=" << count
+                                        << " output " << k << " column " << i;
+          }
+      }
+    }
+  }
+}
+
 TEST(Vec, RowKernelsEqualTheirOneRowCalls) {  // and dot_f32_keys
   SimdGuard guard;
   for (const bool edges : {true, false})
