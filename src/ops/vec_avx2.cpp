@@ -129,7 +129,7 @@ void axpy_rows_f32_shared_avx2(const float* const* w, const float* x, int64_t ro
 // chains of lanes l and l + 8 run one after the other, their sum (the tree's first level) goes
 // to a stack buffer, and the rest of the tree runs from there once the 8 sums are done.
 namespace {
-template <int NQ, int KV, bool kTail>
+template <int NQ, int KV, bool kTail, int NJ>
 __attribute__((always_inline)) inline void lane_chain(const float* const* q, const float* base,
                                                       int64_t n, int64_t ld, int64_t l,
                                                       __m256i m, __m256 (&acc)[NQ][KV]) {
@@ -137,7 +137,9 @@ __attribute__((always_inline)) inline void lane_chain(const float* const* q, con
   for (int i = 0; i < NQ; ++i)
     #pragma GCC unroll 4
     for (int v = 0; v < KV; ++v) acc[i][v] = _mm256_setzero_ps();
-  for (int64_t j = l; j < n; j += 16) {
+  const int64_t len = NJ ? NJ : n;
+  #pragma GCC unroll 8
+  for (int64_t j = l; j < len; j += 16) {
     __m256 k[KV];
     #pragma GCC unroll 4
     for (int v = 0; v < KV; ++v)
@@ -154,18 +156,18 @@ __attribute__((always_inline)) inline void lane_chain(const float* const* q, con
 
 // out[i][8 v + c] for the tile's NQ queries and 8 KV keys; with kTail, the last vector's keys
 // are the lanes of mask m (vmaskmovps: the other lanes are neither read nor written).
-template <int NQ, int KV, bool kTail>
+template <int NQ, int KV, bool kTail, int NJ>
 void keys_tile(const float* const* q, const float* base, int64_t n, int64_t ld, __m256i m,
                __m256 vs, float* const* out) {
   __m256 s8[8][NQ][KV];
   for (int l = 0; l < 8; ++l) {
     __m256 a[NQ][KV];
-    lane_chain<NQ, KV, kTail>(q, base, n, ld, l, m, a);
+    lane_chain<NQ, KV, kTail, NJ>(q, base, n, ld, l, m, a);
     #pragma GCC unroll 8
     for (int i = 0; i < NQ; ++i)
       #pragma GCC unroll 4
       for (int v = 0; v < KV; ++v) s8[l][i][v] = a[i][v];
-    lane_chain<NQ, KV, kTail>(q, base, n, ld, l + 8, m, a);
+    lane_chain<NQ, KV, kTail, NJ>(q, base, n, ld, l + 8, m, a);
     #pragma GCC unroll 8
     for (int i = 0; i < NQ; ++i)
       #pragma GCC unroll 4
@@ -187,7 +189,7 @@ void keys_tile(const float* const* q, const float* base, int64_t n, int64_t ld, 
 }
 
 // NQ queries against all the keys: tiles of 24 keys (12 chains), then 16, then 8 or fewer.
-template <int NQ>
+template <int NQ, int NJ>
 void keys_queries(const float* q, const float* kt, int64_t keys, int64_t n, int64_t ld,
                   __m256 vs, float* out, int64_t out_ld) {
   const float* qs[NQ];
@@ -201,12 +203,28 @@ void keys_queries(const float* q, const float* kt, int64_t keys, int64_t n, int6
   };
   const __m256i all = _mm256_set1_epi32(-1);
   int64_t c = 0;
-  for (; c + 24 <= keys; c += 24) keys_tile<NQ, 3, false>(qs, kt + c, n, ld, all, vs, at(c));
-  for (; c + 16 <= keys; c += 16) keys_tile<NQ, 2, false>(qs, kt + c, n, ld, all, vs, at(c));
+  for (; c + 24 <= keys; c += 24) keys_tile<NQ, 3, false, NJ>(qs, kt + c, n, ld, all, vs, at(c));
+  for (; c + 16 <= keys; c += 16) keys_tile<NQ, 2, false, NJ>(qs, kt + c, n, ld, all, vs, at(c));
   for (; c < keys; c += 8) {
     const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(int(keys - c < 8 ? keys - c : 8)),
                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    keys_tile<NQ, 1, true>(qs, kt + c, n, ld, m, vs, at(c));
+    keys_tile<NQ, 1, true, NJ>(qs, kt + c, n, ld, m, vs, at(c));
+  }
+}
+
+// All nq queries, 4 at a time. NJ is the head dim when it is one of the common ones (64, 128),
+// 0 otherwise: a chain of a known length (4 or 8 steps) unrolls, and at head dim 64 its loop
+// overhead was a tenth of the kernel (bench_attention avx2 64 112 72: keys 60.5 -> 66 GFLOP/s).
+template <int NJ>
+void keys_all(const float* q, int64_t nq, const float* kt, int64_t keys, int64_t n, int64_t ld,
+              __m256 vs, float* out, int64_t out_ld) {
+  int64_t i = 0;
+  for (; i + 4 <= nq; i += 4) keys_queries<4, NJ>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+  switch (nq - i) {
+    case 3: return keys_queries<3, NJ>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+    case 2: return keys_queries<2, NJ>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+    case 1: return keys_queries<1, NJ>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+    default: return;
   }
 }
 }  // namespace
@@ -214,14 +232,9 @@ void keys_queries(const float* q, const float* kt, int64_t keys, int64_t n, int6
 void dot_f32_keys_avx2(const float* q, int64_t nq, const float* kt, int64_t keys, int64_t n,
                        int64_t ld, float scale, float* out, int64_t out_ld) {
   const __m256 vs = _mm256_set1_ps(scale);
-  int64_t i = 0;
-  for (; i + 4 <= nq; i += 4) keys_queries<4>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
-  switch (nq - i) {
-    case 3: return keys_queries<3>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
-    case 2: return keys_queries<2>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
-    case 1: return keys_queries<1>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
-    default: return;
-  }
+  if (n == 64) return keys_all<64>(q, nq, kt, keys, n, ld, vs, out, out_ld);
+  if (n == 128) return keys_all<128>(q, nq, kt, keys, n, ld, vs, out, out_ld);
+  keys_all<0>(q, nq, kt, keys, n, ld, vs, out, out_ld);
 }
 
 void f16_to_f32_row_avx2(const uint16_t* src, float* dst, int64_t n) {

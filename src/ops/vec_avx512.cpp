@@ -16,7 +16,7 @@ namespace {
 // chain of canonical lane l for all NQ x KV pairs at once (each key load serves NQ queries),
 // the chains of lanes l and l + 8 one after the other, their sums through a stack buffer. The
 // last vector of a tile may be partial (mask m: loads and stores of the valid keys only).
-template <int NQ, int KV>
+template <int NQ, int KV, int NJ>
 __attribute__((always_inline)) inline void lane_chain(const float* const* q, const float* base,
                                                       int64_t n, int64_t ld, int64_t l,
                                                       __mmask16 m, __m512 (&acc)[NQ][KV]) {
@@ -24,7 +24,9 @@ __attribute__((always_inline)) inline void lane_chain(const float* const* q, con
   for (int i = 0; i < NQ; ++i)
     #pragma GCC unroll 4
     for (int v = 0; v < KV; ++v) acc[i][v] = _mm512_setzero_ps();
-  for (int64_t j = l; j < n; j += 16) {
+  const int64_t len = NJ ? NJ : n;
+  #pragma GCC unroll 8
+  for (int64_t j = l; j < len; j += 16) {
     __m512 k[KV];
     #pragma GCC unroll 4
     for (int v = 0; v < KV; ++v)
@@ -39,18 +41,18 @@ __attribute__((always_inline)) inline void lane_chain(const float* const* q, con
   }
 }
 
-template <int NQ, int KV>
+template <int NQ, int KV, int NJ>
 void keys_tile(const float* const* q, const float* base, int64_t n, int64_t ld, __mmask16 m,
                __m512 vs, float* const* out) {
   __m512 s8[8][NQ][KV];
   for (int l = 0; l < 8; ++l) {
     __m512 a[NQ][KV];
-    lane_chain<NQ, KV>(q, base, n, ld, l, m, a);
+    lane_chain<NQ, KV, NJ>(q, base, n, ld, l, m, a);
     #pragma GCC unroll 8
     for (int i = 0; i < NQ; ++i)
       #pragma GCC unroll 4
       for (int v = 0; v < KV; ++v) s8[l][i][v] = a[i][v];
-    lane_chain<NQ, KV>(q, base, n, ld, l + 8, m, a);
+    lane_chain<NQ, KV, NJ>(q, base, n, ld, l + 8, m, a);
     #pragma GCC unroll 8
     for (int i = 0; i < NQ; ++i)
       #pragma GCC unroll 4
@@ -72,7 +74,7 @@ void keys_tile(const float* const* q, const float* base, int64_t n, int64_t ld, 
 }
 
 // NQ queries against all the keys: tiles of 64 keys (16 chains), then 32, then 16 or fewer.
-template <int NQ>
+template <int NQ, int NJ>
 void keys_queries(const float* q, const float* kt, int64_t keys, int64_t n, int64_t ld,
                   __m512 vs, float* out, int64_t out_ld) {
   const float* qs[NQ];
@@ -86,11 +88,25 @@ void keys_queries(const float* q, const float* kt, int64_t keys, int64_t n, int6
   };
   const __mmask16 all = 0xFFFF;
   int64_t c = 0;
-  for (; c + 64 <= keys; c += 64) keys_tile<NQ, 4>(qs, kt + c, n, ld, all, vs, at(c));
-  for (; c + 32 <= keys; c += 32) keys_tile<NQ, 2>(qs, kt + c, n, ld, all, vs, at(c));
+  for (; c + 64 <= keys; c += 64) keys_tile<NQ, 4, NJ>(qs, kt + c, n, ld, all, vs, at(c));
+  for (; c + 32 <= keys; c += 32) keys_tile<NQ, 2, NJ>(qs, kt + c, n, ld, all, vs, at(c));
   for (; c < keys; c += 16) {
     const __mmask16 m = keys - c >= 16 ? all : __mmask16((1u << (keys - c)) - 1);
-    keys_tile<NQ, 1>(qs, kt + c, n, ld, m, vs, at(c));
+    keys_tile<NQ, 1, NJ>(qs, kt + c, n, ld, m, vs, at(c));
+  }
+}
+
+// All nq queries, 4 at a time; NJ as in vec_avx2.cpp (the head dim when it is 64 or 128).
+template <int NJ>
+void keys_all(const float* q, int64_t nq, const float* kt, int64_t keys, int64_t n, int64_t ld,
+              __m512 vs, float* out, int64_t out_ld) {
+  int64_t i = 0;
+  for (; i + 4 <= nq; i += 4) keys_queries<4, NJ>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+  switch (nq - i) {
+    case 3: return keys_queries<3, NJ>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+    case 2: return keys_queries<2, NJ>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+    case 1: return keys_queries<1, NJ>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
+    default: return;
   }
 }
 }  // namespace
@@ -98,14 +114,9 @@ void keys_queries(const float* q, const float* kt, int64_t keys, int64_t n, int6
 void dot_f32_keys_avx512(const float* q, int64_t nq, const float* kt, int64_t keys, int64_t n,
                          int64_t ld, float scale, float* out, int64_t out_ld) {
   const __m512 vs = _mm512_set1_ps(scale);
-  int64_t i = 0;
-  for (; i + 4 <= nq; i += 4) keys_queries<4>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
-  switch (nq - i) {
-    case 3: return keys_queries<3>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
-    case 2: return keys_queries<2>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
-    case 1: return keys_queries<1>(q + i * n, kt, keys, n, ld, vs, out + i * out_ld, out_ld);
-    default: return;
-  }
+  if (n == 64) return keys_all<64>(q, nq, kt, keys, n, ld, vs, out, out_ld);
+  if (n == 128) return keys_all<128>(q, nq, kt, keys, n, ld, vs, out, out_ld);
+  keys_all<0>(q, nq, kt, keys, n, ld, vs, out, out_ld);
 }
 
 void axpy_rows_f32_avx512(const float* w, const float* x, int64_t rows, int64_t n, float* y) {
