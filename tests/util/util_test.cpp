@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -172,6 +174,62 @@ TEST(ThreadPool, CoversRangeOnce) {
     for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
   });
   for (int h : hits) EXPECT_EQ(h, 1);
+}
+
+// parallel_chunks hands out [0, n) in chunks of the given size (the last shorter), each
+// exactly once, on any pool size, and in alternation with parallel_for on the same pool; a
+// pool of one thread, or a range within one chunk, makes the one call fn(0, n).
+TEST(ThreadPool, ChunksCoverRangeOnceInChunksOfTheirSize) {
+  for (const int threads : {1, 2, 3, 5})
+    for (const int64_t n : {int64_t(0), int64_t(1), int64_t(7), int64_t(64), int64_t(1001)})
+      for (const int64_t chunk : {int64_t(1), int64_t(3), int64_t(64), int64_t(5000)}) {
+        ThreadPool pool(threads);
+        std::vector<int> hits(size_t(n), 0);
+        std::mutex mu;
+        std::vector<std::pair<int64_t, int64_t>> calls;
+        pool.parallel_chunks(n, chunk, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+          std::lock_guard<std::mutex> lock(mu);
+          calls.emplace_back(b, e);
+        });
+        for (int h : hits) ASSERT_EQ(h, 1) << threads << " threads, n " << n << ", chunk " << chunk;
+        if (n > 0 && (threads == 1 || chunk >= n)) {
+          ASSERT_EQ(calls.size(), 1u);
+          EXPECT_EQ(calls[0], std::make_pair(int64_t(0), n));
+        } else {
+          for (const auto& [b, e] : calls) {
+            ASSERT_EQ(b % chunk, 0);
+            ASSERT_EQ(e, std::min(n, b + chunk)) << "a chunk is [b, b + chunk) or ends at n";
+          }
+        }
+        std::vector<int> again(size_t(n), 0);
+        pool.parallel_for(n, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) again[size_t(i)]++;
+        });
+        for (int h : again) ASSERT_EQ(h, 1);
+      }
+}
+
+// The point of parallel_chunks: a thread that is held up (here, the one that takes chunk 0
+// and waits there until every other chunk is done) does not hold back the rest of the range,
+// which the other thread takes. A static split would leave the held thread its whole half:
+// the wait would run into its 20-second limit.
+TEST(ThreadPool, ChunksGoToTheThreadThatIsFree) {
+  ThreadPool pool(2);
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  bool waited_out = false;
+  pool.parallel_chunks(40, 1, [&](int64_t b, int64_t) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (b == 0) {
+      waited_out = !cv.wait_for(lock, std::chrono::seconds(20), [&] { return done == 39; });
+      return;
+    }
+    if (++done == 39) cv.notify_all();
+  });
+  EXPECT_FALSE(waited_out) << "chunks 1-39 waited for the thread held in chunk 0";
+  EXPECT_EQ(done, 39);
 }
 
 // Issue 12, defect 3: 1000 threads on 4 cores spun idle against the threads with work (8
