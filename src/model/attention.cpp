@@ -136,13 +136,16 @@ void Engine::Impl::attend(int layer, std::span<const Segment> segs, int n_rows, 
     ++head_parts;
   const int heads_per_task = (group + head_parts - 1) / head_parts;
   head_parts = (group + heads_per_task - 1) / heads_per_task;
-  pool.parallel_for(int64_t(G) * tiles * head_parts, [&](int64_t b, int64_t e) {
+  // Tasks in the order last query tile first (the most keys), then KV head, then head part.
+  // A prefill's go one at a time to whichever thread is free, so that the cheap first tiles
+  // fill the end of the section; a decode step's few small tasks take one share per thread.
+  const int64_t n_tasks = int64_t(G) * tiles * head_parts, per_tile = int64_t(G) * head_parts;
+  auto run_tasks = [&](int64_t b, int64_t e) {
     thread_local std::vector<float> scores, sums, qf, kvf, kt;
     thread_local std::vector<uint16_t> half;
     for (int64_t task = b; task < e; ++task) {
-      const int g = int(task / (int64_t(tiles) * head_parts));
-      const int rest = int(task % (int64_t(tiles) * head_parts));
-      const int global_tile = rest / head_parts, part = rest % head_parts;
+      const int global_tile = tiles - 1 - int(task / per_tile);
+      const int g = int(task % per_tile / head_parts), part = int(task % head_parts);
       const size_t si = size_t(std::upper_bound(tile_start.begin(), tile_start.end(), global_tile) -
                                tile_start.begin() - 1);
       const Segment& seg = segs[si];
@@ -278,7 +281,9 @@ void Engine::Impl::attend(int layer, std::span<const Segment> segs, int n_rows, 
         if (group_n > 0) flush();
       }
     }
-  });
+  };
+  if (n_rows > kQueryTile) pool.parallel_chunks(n_tasks, 1, run_tasks);
+  else pool.parallel_for(n_tasks, run_tasks);
 }
 
 }  // namespace ember::model

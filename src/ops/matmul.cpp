@@ -327,7 +327,7 @@ void matmul_shared(std::span<const WeightMatrix> Ws, const float* x, int64_t n,
     }
     first_group[i + 1] = first_group[i] + (Ws[i].rows + kGroup - 1) / kGroup;
   }
-  pool.parallel_for(first_group[Ws.size()], [&](int64_t g0, int64_t g1) {
+  auto rows_of_groups = [&](int64_t g0, int64_t g1) {
     for (size_t i = 0; i < Ws.size(); ++i) {
       const int64_t b = std::max(g0, first_group[i]), e = std::min(g1, first_group[i + 1]);
       if (b >= e) continue;
@@ -335,7 +335,16 @@ void matmul_shared(std::span<const WeightMatrix> Ws, const float* x, int64_t n,
       kernels[i](W, acts[int(act_format(W.type))], (b - first_group[i]) * kGroup,
                  std::min(W.rows, (e - first_group[i]) * kGroup), ys[i]);
     }
-  });
+  };
+  const int64_t groups = first_group[Ws.size()];
+  // A static split waits for its slowest thread, so the groups go in chunks to whichever
+  // thread is free: about 16 chunks per thread in a prefill (sections of milliseconds), 4 in a
+  // decode step (tens of microseconds each, where every chunk restarts the row walk's
+  // prefetch; Qwen2.5-0.5B and Llama-3.2-1B Q8_0 tg at 2 threads, 4 chunks per thread against
+  // one static share: +0 to 6 % in 6 alternating pairs).
+  const int64_t per_thread = n > detail::kStreamTokens ? 16 : 4;
+  pool.parallel_chunks(groups, std::max<int64_t>(1, groups / (per_thread * pool.size())),
+                       rows_of_groups);
 }
 
 float dot_f32(const float* a, const float* b, int64_t k) {
