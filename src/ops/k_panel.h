@@ -130,10 +130,12 @@ struct KPanel : BlockPanel<256, 2240> {
         float d, dmin;
         __m256i mins2;
         K::block_header(rows[r], b, &d, &dmin, scb, &mins2);
+        __m256i s16[2];
+        K::scales16(scb, s16);
         __m256i c = _mm256_setzero_si256();  // Q6_K: sum over groups of 128 (q - 32) . scales
         for (int g = 0; g < 8; ++g) {
           __m256i codes = K::group_codes(rows[r], b, g, m0f);
-          const __m256i sc = K::group_scales(scb, g);
+          const __m256i sc = K::group_scales(s16, g);
           if constexpr (kQ6) {
             codes = _mm256_sub_epi8(codes, _mm256_set1_epi8(32));
             c = _mm256_add_epi32(c, _mm256_madd_epi16(

@@ -34,6 +34,20 @@ inline __m128i k4_scales_mins(const uint8_t* s) {
   return b;
 }
 
+// vpshufb controls of KQuantK::group_scales: group g's scale(s) into every int16 of a 128-bit
+// half (Q6_K: the low half takes scale 2g, the high half 2g + 1, each from the vector of
+// scales16 that holds it).
+template <bool Q6>
+struct ScalePick {
+  alignas(32) int8_t b[8][32];
+  constexpr ScalePick() : b{} {
+    for (int g = 0; g < 8; ++g)
+      for (int i = 0; i < 32; ++i) b[g][i] = int8_t(2 * (Q6 ? (2 * g + i / 16) % 8 : g) + i % 2);
+  }
+};
+template <bool Q6>
+constexpr ScalePick<Q6> kScalePick{};
+
 template <TensorType TY>
 struct KQuantK {
   static constexpr TensorType kType = TY;
@@ -65,15 +79,18 @@ struct KQuantK {
         for (int t = 0; t < T; ++t) isum[r][t] = _mm256_setzero_si256();
       float d[R], dmin[R];
       alignas(16) uint8_t scb[R][16];  // Q4_K/Q5_K: sc0..7, m0..7; Q6_K: 16 int8 scales
-      __m256i mins2[R];
+      __m256i mins2[R], s16[R][2];
       #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) block_header(rows[r], b, &d[r], &dmin[r], scb[r], &mins2[r]);
+      for (int r = 0; r < R; ++r) {
+        block_header(rows[r], b, &d[r], &dmin[r], scb[r], &mins2[r]);
+        scales16(scb[r], s16[r]);
+      }
       for (int g = 0; g < 8; ++g) {  // 8 groups of 32 elements
         __m256i wq[R], scv[R];
         #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           wq[r] = group_codes(rows[r], b, g, m0f);
-          scv[r] = group_scales(scb[r], g);
+          scv[r] = group_scales(s16[r], g);
         }
         #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
@@ -138,20 +155,26 @@ struct KQuantK {
     }
   }
 
+  // The sub-block scales as int16 for group_scales, once per super-block: Q4_K / Q5_K sc0..7
+  // in each 128-bit half of s[0] (s[1] a copy); Q6_K scales 0-7 in both halves of s[0], 8-15
+  // in both halves of s[1].
+  static void scales16(const uint8_t* scb, __m256i (&s)[2]) {
+    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(scb));
+    if constexpr (kQ6) {
+      s[0] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(v));
+      s[1] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(v, 8)));
+    } else {
+      s[0] = s[1] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(v));
+    }
+  }
+
   // The madd operand of group g (elements [32g, 32g + 32)): its sub-block scale(s) as int16,
   // one per product pair (Q6_K: the first 8 pairs take scale 2g, the last 8 scale 2g + 1).
-  static __m256i group_scales(const uint8_t* scb, int g) {
-    if constexpr (kQ6) {
-      const __m128i idx = _mm_setr_epi8(char(2 * g), char(2 * g), char(2 * g), char(2 * g),
-                                        char(2 * g), char(2 * g), char(2 * g), char(2 * g),
-                                        char(2 * g + 1), char(2 * g + 1), char(2 * g + 1),
-                                        char(2 * g + 1), char(2 * g + 1), char(2 * g + 1),
-                                        char(2 * g + 1), char(2 * g + 1));
-      return _mm256_cvtepi8_epi16(
-          _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scb)), idx));
-    } else {
-      return _mm256_set1_epi16(int16_t(scb[g]));
-    }
+  // One vpshufb of scales16's vectors: the same integers as a broadcast of the scale byte,
+  // which took an extract, a move and a broadcast per group and row in a decode step.
+  static __m256i group_scales(const __m256i (&s)[2], int g) {
+    const __m256i pick = _mm256_load_si256(reinterpret_cast<const __m256i*>(kScalePick<kQ6>.b[g]));
+    return _mm256_shuffle_epi8(s[kQ6 && g >= 4 ? 1 : 0], pick);
   }
 
   // The 32 codes of elements [32g, 32g + 32) of super-block b, unsigned, in logical order.
