@@ -20,7 +20,10 @@
 //   - a tile of 4 rows x 2 tokens keeps its 8 accumulators, the two tokens' halves and the
 //     temporaries in the 16 ymm registers, one asm statement per half pass (GCC spilled the
 //     intrinsics), and takes each scale product wd * ad from a table made for the token pair
-//     (one vmulps per block: vbroadcastss from memory is a load, no shuffle).
+//     (one vmulps per block: vbroadcastss from memory is a load, no shuffle), the whole half
+//     pass's table before its loop: made in the loop, each block's products went through store
+//     forwarding to the broadcasts just after, and on a Zen 5 core that cost 15 %
+//     (bench_matmul 1 avx2 512 q8_0,q4_0,q5_0: 86-91 GOP/s in the loop, 100-106 before it).
 // Per step: 2 vpmaddwd + vcvtdq2ps + FMA on p0 / p1, vpaddd free to take p5.
 //
 // The bits are Q32K's: the same int32 lane sums, converted by the same vcvtdq2ps, met by the
@@ -113,7 +116,15 @@ struct Q32Panel : BlockPanel<32, 288> {
   // length) are prefetched: the tokens come from L2 (bench_matmul +2-3 %).
   static void half_pass(const uint8_t* pan, const int8_t* act, const float* dp, int64_t count,
                         int64_t stride, bool first, float (&acc)[8][8], int64_t k) {
-    alignas(32) float prd[8];
+    // The count blocks' scale products, made before the pass: a table written in the loop and
+    // read back at once by the broadcasts waits on store forwarding.
+    alignas(32) float table[(kChunk + 1) / 2][8];
+    for (int64_t j = 0; j < count; ++j)
+      _mm256_store_ps(table[j], _mm256_mul_ps(_mm256_castpd_ps(_mm256_broadcast_sd(
+                                                  reinterpret_cast<const double*>(dp + 4 * j))),
+                                              _mm256_load_ps(reinterpret_cast<const float*>(
+                                                  pan + 2 * kBlock * j + 256))));
+    const float* prd = &table[0][0];
     // ymm0-7: accumulators (row r, token t in ymm 2r + t); ymm8, ymm9: token 0's halves;
     // ymm10, ymm11: token 1's; ymm12-14: temporaries; ymm15: the block's scale products.
     __asm__ volatile(
@@ -127,9 +138,6 @@ struct Q32Panel : BlockPanel<32, 288> {
         "test %[count], %[count]\n\t"
         "jle 2f\n\t"
         "1:\n\t"
-        "vbroadcastsd (%[dp]), %%ymm15\n\t"
-        "vmulps 256(%[pan]), %%ymm15, %%ymm15\n\t"
-        "vmovaps %%ymm15, (%[prd])\n\t"
         "prefetcht0 (%[act],%[k2],1)\n\t"
         "prefetcht0 (%[act],%[k3],1)\n\t"
         "vpmovsxbw (%[act]), %%ymm8\n\t"
@@ -142,13 +150,13 @@ struct Q32Panel : BlockPanel<32, 288> {
         EMBER_Q32_STEP(3, 0, 8, 9, 6) EMBER_Q32_STEP(3, 1, 10, 11, 7)
         "add $576, %[pan]\n\t"
         "add $64, %[act]\n\t"
-        "add $16, %[dp]\n\t"
+        "add $32, %[prd]\n\t"
         "dec %[count]\n\t"
         "jnz 1b\n\t"
         "2:\n\t"
         EMBER_ASM_STORE_ACC("acc")
-        : [pan] "+r"(pan), [act] "+r"(act), [dp] "+r"(dp), [count] "+r"(count)
-        : [stride] "r"(stride), [acc] "r"(&acc[0][0]), [prd] "r"(prd),
+        : [pan] "+r"(pan), [act] "+r"(act), [prd] "+r"(prd), [count] "+r"(count)
+        : [stride] "r"(stride), [acc] "r"(&acc[0][0]),
           [first] "r"(int64_t(first)), [k2] "r"(2 * k), [k3] "r"(3 * k)
         : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
           "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
