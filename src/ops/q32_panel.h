@@ -20,11 +20,17 @@
 //   - a tile of 4 rows x 2 tokens keeps its 8 accumulators, the two tokens' halves and the
 //     temporaries in the 16 ymm registers, one asm statement per half pass (GCC spilled the
 //     intrinsics), and takes each scale product wd * ad from a table made for the token pair
-//     (one vmulps per block: vbroadcastss from memory is a load, no shuffle), the whole half
-//     pass's table before its loop: made in the loop, each block's products went through store
-//     forwarding to the broadcasts just after, and on a Zen 5 core that cost 15 %
-//     (bench_matmul 1 avx2 512 q8_0,q4_0,q5_0: 86-91 GOP/s in the loop, 100-106 before it).
-// Per step: 2 vpmaddwd + vcvtdq2ps + FMA on p0 / p1, vpaddd free to take p5.
+//     before the half pass's loop (one vmulps per block): rows 0-1's 4 products come in one
+//     load, in both 128-bit halves, and one vpermilps per step spreads its product over the 8
+//     lanes; rows 2-3's steps each take theirs by a vbroadcastss load.
+// Per step: 2 vpmaddwd + vcvtdq2ps + FMA on p0 / p1; per 8 steps 4 vpmovsxbw and 4 vpermilps
+// on p5 and 8 vpaddd on any of the three: 48 uops on 3 ports, so 2.0 cycles stays the floor on
+// Intel (with a vpermilps in every step it would be 2.17). On a Zen 5 core (two 256-bit loads
+// a cycle; vpmaddwd and the FMA on two pipes, vcvtdq2ps and the shuffle elsewhere: bench_ports)
+// the loads bound the step: 3.5 a step with a broadcast in each, 3.1 here. bench_matmul 1 avx2
+// 512 q8_0,q4_0,q5_0 there, GOP/s, alternating rounds: the products made in the loop and read
+// back at once by the broadcasts (store forwarding) 86-91; made before the loop 99-105; a
+// vpermilps in rows 0-1's steps 104-110, the same as in every step (105-108).
 //
 // The bits are Q32K's: the same int32 lane sums, converted by the same vcvtdq2ps, met by the
 // same float product wd * ad in the same FMA, even blocks into one accumulator and odd blocks
@@ -33,14 +39,17 @@
 // Measured on the Emerald Rapids VM (1 thread, 3.0 GHz): the tile loop over L1 data, k = 896,
 // 0.724 ns per step (2.17 cycles; 0.886 before), k = 4864 0.819.
 
-// One step: row R, token T (halves in ymm TL, TH), accumulator ymm ACC; ymm12-14 temporaries.
-#define EMBER_Q32_STEP(R, T, TL, TH, ACC)                              \
+// One step: row R, token T (halves in ymm TL, TH), accumulator ymm ACC, the scale product
+// spread into ymm14 by SCALE (from ymm15 or from the table); ymm12, ymm13 temporaries.
+#define EMBER_Q32_STEP(SCALE, R, T, TL, TH, ACC)                            \
   "vpmaddwd (" #R " * 64)(%[pan]), %%ymm" #TL ", %%ymm12\n\t"         \
   "vpmaddwd (" #R " * 64 + 32)(%[pan]), %%ymm" #TH ", %%ymm13\n\t"    \
   "vpaddd %%ymm13, %%ymm12, %%ymm12\n\t"                               \
   "vcvtdq2ps %%ymm12, %%ymm12\n\t"                                     \
-  "vbroadcastss (" #R " * 8 + " #T " * 4)(%[prd]), %%ymm14\n\t"        \
+  SCALE(R, T)                                                          \
   "vfmadd231ps %%ymm14, %%ymm12, %%ymm" #ACC "\n\t"
+#define EMBER_Q32_PERM(R, T) "vpermilps $(0x55 * ((2 * " #R " + " #T ") & 3)), %%ymm15, %%ymm14\n\t"
+#define EMBER_Q32_BCAST(R, T) "vbroadcastss (32 + 4 * ((2 * " #R " + " #T ") & 3))(%[prd]), %%ymm14\n\t"
 
 template <TensorType TY>
 struct Q32Panel : BlockPanel<32, 288> {
@@ -110,23 +119,25 @@ struct Q32Panel : BlockPanel<32, 288> {
   // count blocks 2 apart (pan, act, dp at the first) into acc[2 r + t] (8 lanes per row and
   // token), which starts at +0 for the first chunk (a store forwarded from the zeroing of acc
   // would stall each load) and at acc's values for later ones; the second token at act +
-  // stride. Each block's 8 scale products wd[r] * ad[t] are one vmulps of the panel's scales
-  // by the pair's two (a.dp), stored to prd for the steps' vbroadcastss (loads, where a
-  // broadcast from a register is a shuffle). The next pair's bytes (2k and 3k on, k the row
-  // length) are prefetched: the tokens come from L2 (bench_matmul +2-3 %).
+  // stride. The next pair's bytes (2k and 3k on, k the row length) are prefetched: the tokens
+  // come from L2 (bench_matmul +2-3 %).
   static void half_pass(const uint8_t* pan, const int8_t* act, const float* dp, int64_t count,
                         int64_t stride, bool first, float (&acc)[8][8], int64_t k) {
-    // The count blocks' scale products, made before the pass: a table written in the loop and
-    // read back at once by the broadcasts waits on store forwarding.
-    alignas(32) float table[(kChunk + 1) / 2][8];
-    for (int64_t j = 0; j < count; ++j)
-      _mm256_store_ps(table[j], _mm256_mul_ps(_mm256_castpd_ps(_mm256_broadcast_sd(
-                                                  reinterpret_cast<const double*>(dp + 4 * j))),
-                                              _mm256_load_ps(reinterpret_cast<const float*>(
-                                                  pan + 2 * kBlock * j + 256))));
+    // The count blocks' scale products wd[r] * ad[t] (one vmulps of the panel's scales by the
+    // pair's two, a.dp), made before the pass (a table written in the loop and read back at
+    // once waits on store forwarding): block j's rows 0-1 at table[j][0..7] as r0t0 r0t1 r1t0
+    // r1t1 twice (for vpermilps within 128-bit halves), rows 2-3 at table[j][8..15] alike.
+    alignas(32) float table[(kChunk + 1) / 2][16];
+    for (int64_t j = 0; j < count; ++j) {
+      const __m256 p = _mm256_mul_ps(
+          _mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double*>(dp + 4 * j))),
+          _mm256_load_ps(reinterpret_cast<const float*>(pan + 2 * kBlock * j + 256)));
+      _mm256_store_ps(table[j], _mm256_permute2f128_ps(p, p, 0x00));
+      _mm256_store_ps(table[j] + 8, _mm256_permute2f128_ps(p, p, 0x11));
+    }
     const float* prd = &table[0][0];
     // ymm0-7: accumulators (row r, token t in ymm 2r + t); ymm8, ymm9: token 0's halves;
-    // ymm10, ymm11: token 1's; ymm12-14: temporaries; ymm15: the block's scale products.
+    // ymm10, ymm11: token 1's; ymm12-14: temporaries; ymm15: rows 0-1's scale products.
     __asm__ volatile(
         "test %[first], %[first]\n\t"
         "jz 3f\n\t"
@@ -144,13 +155,14 @@ struct Q32Panel : BlockPanel<32, 288> {
         "vpmovsxbw 16(%[act]), %%ymm9\n\t"
         "vpmovsxbw (%[act],%[stride],1), %%ymm10\n\t"
         "vpmovsxbw 16(%[act],%[stride],1), %%ymm11\n\t"
-        EMBER_Q32_STEP(0, 0, 8, 9, 0) EMBER_Q32_STEP(0, 1, 10, 11, 1)
-        EMBER_Q32_STEP(1, 0, 8, 9, 2) EMBER_Q32_STEP(1, 1, 10, 11, 3)
-        EMBER_Q32_STEP(2, 0, 8, 9, 4) EMBER_Q32_STEP(2, 1, 10, 11, 5)
-        EMBER_Q32_STEP(3, 0, 8, 9, 6) EMBER_Q32_STEP(3, 1, 10, 11, 7)
+        "vmovaps (%[prd]), %%ymm15\n\t"
+        EMBER_Q32_STEP(EMBER_Q32_PERM, 0, 0, 8, 9, 0) EMBER_Q32_STEP(EMBER_Q32_PERM, 0, 1, 10, 11, 1)
+        EMBER_Q32_STEP(EMBER_Q32_PERM, 1, 0, 8, 9, 2) EMBER_Q32_STEP(EMBER_Q32_PERM, 1, 1, 10, 11, 3)
+        EMBER_Q32_STEP(EMBER_Q32_BCAST, 2, 0, 8, 9, 4) EMBER_Q32_STEP(EMBER_Q32_BCAST, 2, 1, 10, 11, 5)
+        EMBER_Q32_STEP(EMBER_Q32_BCAST, 3, 0, 8, 9, 6) EMBER_Q32_STEP(EMBER_Q32_BCAST, 3, 1, 10, 11, 7)
         "add $576, %[pan]\n\t"
         "add $64, %[act]\n\t"
-        "add $32, %[prd]\n\t"
+        "add $64, %[prd]\n\t"
         "dec %[count]\n\t"
         "jnz 1b\n\t"
         "2:\n\t"
@@ -164,3 +176,5 @@ struct Q32Panel : BlockPanel<32, 288> {
 };
 
 #undef EMBER_Q32_STEP
+#undef EMBER_Q32_PERM
+#undef EMBER_Q32_BCAST
