@@ -48,6 +48,20 @@ struct ScalePick {
 template <bool Q6>
 constexpr ScalePick<Q6> kScalePick{};
 
+// vpshufb controls of the decode tile's Head (Q4_K / Q5_K), whose scales and mins stay bytes
+// sc0..7, m0..7 in each 128-bit half: pick[g] makes sc_g an int16 in every lane (odd bytes
+// 0x80 give the zero high bytes), mins the pairs m0 m0 m1 m1 ... m7 m7 as int16.
+struct BytePick {
+  alignas(32) int8_t pick[8][32];
+  alignas(32) int8_t mins[32];
+  constexpr BytePick() : pick{}, mins{} {
+    for (int g = 0; g < 8; ++g)
+      for (int i = 0; i < 32; ++i) pick[g][i] = int8_t(i % 2 ? -128 : g);
+    for (int i = 0; i < 32; ++i) mins[i] = int8_t(i % 2 ? -128 : 8 + i / 4);
+  }
+};
+constexpr BytePick kBytePick{};
+
 template <TensorType TY>
 struct KQuantK {
   static constexpr TensorType kType = TY;
@@ -77,20 +91,15 @@ struct KQuantK {
       for (int r = 0; r < R; ++r)
         #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) isum[r][t] = _mm256_setzero_si256();
-      float d[R], dmin[R];
-      alignas(16) uint8_t scb[R][16];  // Q4_K/Q5_K: sc0..7, m0..7; Q6_K: 16 int8 scales
-      __m256i mins2[R], s16[R][2];
+      Head h[R];
       #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        block_header(rows[r], b, &d[r], &dmin[r], scb[r], &mins2[r]);
-        scales16(scb[r], s16[r]);
-      }
+      for (int r = 0; r < R; ++r) h[r] = head(rows[r], b);
       for (int g = 0; g < 8; ++g) {  // 8 groups of 32 elements
         __m256i wq[R], scv[R];
         #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           wq[r] = group_codes(rows[r], b, g, m0f);
-          scv[r] = group_scales(s16[r], g);
+          scv[r] = head_scales(h[r], g);
         }
         #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
@@ -103,14 +112,22 @@ struct KQuantK {
             __m256i p16 = _mm256_maddubs_epi16(wq[r], av);
             if constexpr (kQ6) p16 = _mm256_sub_epi16(p16, off);
             isum[r][t] = dot2_acc(isum[r][t], p16, scv[r]);
+            // Kept a chain: GCC otherwise reassociates the 8 groups' integer sums into a
+            // tree and spills the products it holds for it.
+            __asm__("" : "+x"(isum[r][t]));
           }
         }
       }
       #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t)
+      for (int t = 0; t < T; ++t) {
+        const int64_t tt = t0 + t;
+        const __m256 ad = _mm256_broadcast_ss(a.d + tt * nb + b);
+        __m256i bs = _mm256_setzero_si256();
+        if constexpr (!kQ6)
+          bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (k / 16) + b * 16));
         #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
-          acc[r][t] = super_block_fma(acc[r][t], isum[r][t], d[r], dmin[r], mins2[r], a, t0 + t, b);
+        for (int r = 0; r < R; ++r) acc[r][t] = head_fma(acc[r][t], isum[r][t], h[r], ad, bs);
+      }
     }
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
@@ -118,17 +135,62 @@ struct KQuantK {
       for (int t = 0; t < T; ++t) out[r * T + t] = tree8(acc[r][t]);
   }
 
+  // A row's super-block header as the decode tile keeps it, made once for all of the tile's
+  // tokens with a few vector operations: block_header's scalar unpacking of the 6-bit scales,
+  // its two f16 conversions and the stores between them were about half of the instructions
+  // of a Q4_K decode step (perf annotate, Llama-3.2-1B all-Q4_K tg, Zen 5).
+  //   s:  head_scales' operand: Q4_K / Q5_K sc0..7, m0..7 as bytes in each 128-bit half of
+  //       s[0]; Q6_K scales16's two vectors.
+  //   dm: d, dmin (Q4_K / Q5_K; 0 for Q6_K) as floats in lanes 0 and 1.
+  struct Head {
+    __m256i s[2];
+    __m128 dm;
+  };
+
+  static Head head(const uint8_t* row, int64_t b) {
+    Head h;
+    const uint8_t* blk = row + b * kBlockBytes;
+    if constexpr (kQ6) {
+      const auto* q6 = reinterpret_cast<const gguf::BlockQ6_K*>(blk);
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q6->scales));
+      h.s[0] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(v));
+      h.s[1] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(v, 8)));
+      h.dm = _mm_set_ss(h2f(reinterpret_cast<const uint8_t*>(&q6->d)));
+    } else {
+      // d, dmin, then the 12 scale bytes as dwords u0 u1 u2: k4_scales_mins' v0..v3 are
+      // u0 & m6, (u2 & m4) | ((u0 >> 2) & 0x30..), u1 & m6, ((u2 >> 4) & m4) | ((u1 >> 2) & 0x30..).
+      static_assert(offsetof(gguf::BlockQ4_K, scales) == 4 && offsetof(gguf::BlockQ5_K, scales) == 4);
+      const __m128i hd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
+      const __m128i low6 = _mm_and_si128(
+          _mm_srlv_epi32(_mm_shuffle_epi32(hd, _MM_SHUFFLE(3, 2, 3, 1)), _mm_setr_epi32(0, 0, 0, 4)),
+          _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+      const __m128i top2 = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(hd, _MM_SHUFFLE(2, 2, 1, 1)), 2),
+                                         _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+      h.s[0] = h.s[1] = _mm256_broadcastsi128_si256(_mm_or_si128(low6, top2));
+      h.dm = _mm_cvtph_ps(hd);
+    }
+    return h;
+  }
+
+  // The madd operand of group g (elements [32g, 32g + 32)) from a Head: the integers of
+  // group_scales.
+  static __m256i head_scales(const Head& h, int g) {
+    if constexpr (kQ6) return group_scales(h.s, g);
+    return _mm256_shuffle_epi8(
+        h.s[0], _mm256_load_si256(reinterpret_cast<const __m256i*>(kBytePick.pick[g])));
+  }
+
   // One super-block's FMAs for one (row, token), in the canonical order: acc += (d * ad) *
-  // isum, then for Q4_K / Q5_K acc += -(dmin * ad) * (mins . bsums of token tt).
-  static __m256 super_block_fma(__m256 acc, __m256i isum, float d, float dmin, __m256i mins2,
-                                const Activations& a, int64_t tt, int64_t b) {
-    const float ad = a.d[tt * (a.k / 256) + b];
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * ad), _mm256_cvtepi32_ps(isum), acc);
+  // isum, then for Q4_K / Q5_K acc += -(dmin * ad) * (mins . bs), bs the token's bsums of the
+  // super-block. The products d * ad and dmin * ad are those of the scalars (a lane of a
+  // broadcast), and fnmadd(p, x, acc) rounds -(p x) + acc once, as fma(-p, x, acc) did.
+  static __m256 head_fma(__m256 acc, __m256i isum, const Head& h, __m256 ad, __m256i bs) {
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_broadcastss_ps(h.dm), ad), _mm256_cvtepi32_ps(isum), acc);
     if constexpr (!kQ6) {
-      const __m256i bs =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums + tt * (a.k / 16) + b * 16));
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin * ad)),
-                            _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bs)), acc);
+      const __m256i mins2 = _mm256_shuffle_epi8(
+          h.s[0], _mm256_load_si256(reinterpret_cast<const __m256i*>(kBytePick.mins)));
+      acc = _mm256_fnmadd_ps(_mm256_mul_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(h.dm)), ad),
+                             _mm256_cvtepi32_ps(_mm256_madd_epi16(mins2, bs)), acc);
     }
     return acc;
   }
