@@ -29,8 +29,8 @@
 //     registers the VEX build has.
 // Each build names its kernel table accessor as kernels.h declares it (EMBER_AVX2_TABLE). The
 // K quants (kernels_kquants_avx2.cpp) are built the same three ways (kernels_kquants_avxvnni*.cpp):
-// their prefill panel accumulates with vpdpwssd where there is VNNI (ops/k_panel.h), their
-// decode tiles do not (dot2_acc below).
+// their prefill panel (ops/k_panel.h) and decode tiles (dot2_acc below) accumulate with
+// vpdpwssd where there is VNNI.
 #ifndef EMBER_AVX2_VNNI
 #define EMBER_AVX2_VNNI 0
 #endif
@@ -91,13 +91,19 @@ inline __m256i dot4(__m256i u, __m256i s, __m256i ones16) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones16);
 #endif
 }
-// The K quants' decode tiles keep vpmaddwd + vpaddd on the VNNI paths too: with vpdpwssd (one
-// instruction, the same integers) bench_matmul 1 avxvnni-evex 512 on the Zen 4 VM measured a
-// C++ tile of theirs at q4_K 114 against 119-122 GOP/s for avx2 (vpdpwssd puts its latency on
-// the accumulator chain, where vpaddd has 1 cycle). Their prefill panel (ops/k_panel.h), whose
-// 8 sums each take one product per 8 steps, uses vpdpwssd there.
+// In the VNNI builds one vpdpwssd, the same integers: the K quants' decode tile keeps its sum
+// a chain (an empty asm), on which vpdpwssd's latency is hidden behind the other row's work,
+// and the instruction saved per group and row was worth +8 % of Q4_K decode in L2
+// (bench_matmul 1 avxvnni 1 q4_K 512,2048, Zen 5: 91 -> 99 GOP/s; a C++ tile whose sums
+// GCC had made a tree measured slower with it on Zen 4).
 inline __m256i dot2_acc(__m256i acc, __m256i a16, __m256i b16) {
+#if EMBER_AVX2_VNNI == 1
+  return _mm256_dpwssd_avx_epi32(acc, a16, b16);
+#elif EMBER_AVX2_VNNI == 2
+  return _mm256_dpwssd_epi32(acc, a16, b16);
+#else
   return _mm256_add_epi32(acc, _mm256_madd_epi16(a16, b16));
+#endif
 }
 
 inline float h2f(const uint8_t* p) {
