@@ -94,6 +94,7 @@ struct KQuantK {
       Head h[R];
       #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) h[r] = head(rows[r], b);
+      #pragma GCC unroll 8
       for (int g = 0; g < 8; ++g) {  // 8 groups of 32 elements
         __m256i wq[R], scv[R];
         #pragma GCC unroll 8
@@ -253,9 +254,7 @@ struct KQuantK {
       if constexpr (TY == TensorType::Q5_K) {
         const auto* blk = reinterpret_cast<const gguf::BlockQ5_K*>(row) + b;
         const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qh));
-        const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(g)),
-                                            _mm256_set1_epi8(1));
-        v = _mm256_or_si256(v, _mm256_slli_epi16(hb, 4));
+        v = _mm256_or_si256(v, _mm256_and_si256(bit_to(h, g, 4), _mm256_set1_epi8(0x10)));
       }
       return v;
     } else {
@@ -266,10 +265,19 @@ struct KQuantK {
           reinterpret_cast<const __m256i*>(blk->ql + 64 * h + 32 * (gg & 1)));
       const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk->qh + 32 * h));
       const __m256i lo = _mm256_and_si256(gg >= 2 ? _mm256_srli_epi16(ql, 4) : ql, m0f);
-      const __m256i hb = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * gg)),
-                                          _mm256_set1_epi8(3));
-      return _mm256_or_si256(lo, _mm256_slli_epi16(hb, 4));
+      return _mm256_or_si256(lo, _mm256_and_si256(bit_to(qh, 2 * gg, 4), _mm256_set1_epi8(0x30)));
     }
+  }
+
+  // Bit `from` of every byte of v moved to bit `to`, the byte's other bits arbitrary: one
+  // 16-bit shift, whose bits crossing into the neighbouring byte never reach `to` there (a
+  // left shift by at most `to`, a right one by at most 7 - to: here `to` is 4, the shifts 0-4
+  // left and 0-3 right). With a constant g (the decode tile's unrolled
+  // loop) an immediate shift, where shift, mask and shift back took three instructions.
+  static __m256i bit_to(__m256i v, int from, int to) {
+    if (from == to) return v;
+    return from < to ? _mm256_sll_epi16(v, _mm_cvtsi32_si128(to - from))
+                     : _mm256_srl_epi16(v, _mm_cvtsi32_si128(from - to));
   }
 };
 
