@@ -61,7 +61,7 @@ struct KZmm : BlockPanel<256, 2368> {
           const uint8_t* blk = rows[r] + b * K::kBlockBytes;
           dd[r] = h2f(blk + offsetof(gguf::BlockQ4_K, d));
           dd[4 + r] = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
-          const __m256i sm = k4_scales_mins(blk + offsetof(gguf::BlockQ4_K, scales));
+          const __m256i sm = k4_scales_mins(blk);
           sc16 = _mm512_castsi256_si512(sm);
           _mm256_store_ps(reinterpret_cast<float*>(sb + kMins + 64 * r),
                           _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(sm, 1))));

@@ -490,20 +490,20 @@ using Q32Best = Q32K<TY>;
 // chunk elements 4i..4i+3, i.e. canonical lane i % 8; lanes i and i + 8 are folded (exact
 // integer add) at the end of the super-block, then the float part follows the scalar order.
 
-// The 8 scales and 8 mins of a Q4_K / Q5_K block as 16 int16 (sc0..sc7, m0..m7). Bit layout:
-// gguf/blocks.h unpack_k4_scale.
-inline __m256i k4_scales_mins(const uint8_t* s) {
-  uint32_t u[3];
-  std::memcpy(u, s, 12);
-  const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
-  uint32_t v[4];
-  v[0] = u[0] & m6;                                   // sc0..sc3
-  v[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);     // sc4..sc7
-  v[2] = u[1] & m6;                                   // m0..m3
-  v[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);  // m4..m7
-  __m128i b;
-  std::memcpy(&b, v, 16);
-  return _mm256_cvtepu8_epi16(b);
+// The 8 scales and 8 mins of the Q4_K / Q5_K block at blk as 16 int16 (sc0..sc7, m0..m7).
+// Bit layout: gguf/blocks.h unpack_k4_scale. From one 16-byte load of d, dmin and the 12
+// scale bytes, as dwords u0 u1 u2 after d and dmin: sc0..3 = u0 & m6, sc4..7 = (u2 & m4) |
+// ((u0 >> 2) & 0x30..), m0..3 = u1 & m6, m4..7 = ((u2 >> 4) & m4) | ((u1 >> 2) & 0x30..), by
+// vector operations (kernels_kquants_avx2.cpp's twin says why).
+inline __m256i k4_scales_mins(const uint8_t* blk) {
+  static_assert(offsetof(gguf::BlockQ4_K, scales) == 4 && offsetof(gguf::BlockQ5_K, scales) == 4);
+  const __m128i hd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
+  const __m128i low6 = _mm_and_si128(
+      _mm_srlv_epi32(_mm_shuffle_epi32(hd, _MM_SHUFFLE(3, 2, 3, 1)), _mm_setr_epi32(0, 0, 0, 4)),
+      _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+  const __m128i top2 = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(hd, _MM_SHUFFLE(2, 2, 1, 1)), 2),
+                                     _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  return _mm256_cvtepu8_epi16(_mm_or_si128(low6, top2));
 }
 
 template <TensorType TY>
@@ -548,9 +548,10 @@ struct KQuantK {
         } else {
           // Q4_K and Q5_K share the d, dmin, scales prefix; only the block size differs.
           const uint8_t* blk = rows[r] + b * kBlockBytes;
-          d[r] = h2f(blk + offsetof(gguf::BlockQ4_K, d));
-          dmin[r] = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
-          const __m256i sm = k4_scales_mins(blk + offsetof(gguf::BlockQ4_K, scales));
+          const __m128 dm = _mm_cvtph_ps(_mm_loadu_si32(blk));  // d, dmin
+          d[r] = _mm_cvtss_f32(dm);
+          dmin[r] = _mm_cvtss_f32(_mm_movehdup_ps(dm));
+          const __m256i sm = k4_scales_mins(blk);
           sc16[r] = _mm512_castsi256_si512(sm);
           mins2[r] = _mm256_permutexvar_epi16(
               _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15), sm);
@@ -580,6 +581,8 @@ struct KQuantK {
             __m512i p16 = _mm512_maddubs_epi16(wq[r], av);
             if constexpr (kQ6) p16 = _mm512_sub_epi16(p16, off);
             isum[r][t] = dot2_acc(isum[r][t], p16, scv[r]);
+            // A chain, as in kernels_kquants_avx2.cpp (GCC would make the sums a tree).
+            __asm__("" : "+v"(isum[r][t]));
           }
         }
       }

@@ -19,19 +19,21 @@ using gguf::TensorType;
 // maddubs + madd against the scale gives 8 int32 lanes, lane l covering elements 4l..4l+3:
 // the canonical lanes directly.
 
-// Scales sc0..sc7 then mins m0..m7 of a Q4_K / Q5_K block, as bytes.
-inline __m128i k4_scales_mins(const uint8_t* s) {
-  uint32_t u[3];
-  std::memcpy(u, s, 12);
-  const uint32_t m6 = 0x3f3f3f3fu, m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
-  uint32_t v[4];
-  v[0] = u[0] & m6;
-  v[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);
-  v[2] = u[1] & m6;
-  v[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);
-  __m128i b;
-  std::memcpy(&b, v, 16);
-  return b;
+// Scales sc0..sc7 then mins m0..m7 of the Q4_K / Q5_K block at blk, as bytes. From one
+// 16-byte load of d, dmin and the 12 scale bytes, as dwords u0 u1 u2 after d and dmin (bit
+// layout: gguf/blocks.h unpack_k4_scale): sc0..3 = u0 & m6, sc4..7 = (u2 & m4) | ((u0 >> 2) &
+// 0x30..), m0..3 = u1 & m6, m4..7 = ((u2 >> 4) & m4) | ((u1 >> 2) & 0x30..). Vector operations:
+// the scalar unpacking and the stores between it and its vector were about half of the
+// instructions of a Q4_K decode step (perf annotate, Llama-3.2-1B all-Q4_K tg, Zen 5).
+inline __m128i k4_scales_mins(const uint8_t* blk) {
+  static_assert(offsetof(gguf::BlockQ4_K, scales) == 4 && offsetof(gguf::BlockQ5_K, scales) == 4);
+  const __m128i hd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
+  const __m128i low6 = _mm_and_si128(
+      _mm_srlv_epi32(_mm_shuffle_epi32(hd, _MM_SHUFFLE(3, 2, 3, 1)), _mm_setr_epi32(0, 0, 0, 4)),
+      _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+  const __m128i top2 = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(hd, _MM_SHUFFLE(2, 2, 1, 1)), 2),
+                                     _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  return _mm_or_si128(low6, top2);
 }
 
 // vpshufb controls of KQuantK::group_scales: group g's scale(s) into every int16 of a 128-bit
@@ -137,9 +139,8 @@ struct KQuantK {
   }
 
   // A row's super-block header as the decode tile keeps it, made once for all of the tile's
-  // tokens with a few vector operations: block_header's scalar unpacking of the 6-bit scales,
-  // its two f16 conversions and the stores between them were about half of the instructions
-  // of a Q4_K decode step (perf annotate, Llama-3.2-1B all-Q4_K tg, Zen 5).
+  // tokens: the scales and mins by k4_scales_mins, d and dmin by one vcvtph2ps (two scalar
+  // f16 conversions in block_header, which the panel's fill keeps).
   //   s:  head_scales' operand: Q4_K / Q5_K sc0..7, m0..7 as bytes in each 128-bit half of
   //       s[0]; Q6_K scales16's two vectors.
   //   dm: d, dmin (Q4_K / Q5_K; 0 for Q6_K) as floats in lanes 0 and 1.
@@ -158,16 +159,8 @@ struct KQuantK {
       h.s[1] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(v, 8)));
       h.dm = _mm_set_ss(h2f(reinterpret_cast<const uint8_t*>(&q6->d)));
     } else {
-      // d, dmin, then the 12 scale bytes as dwords u0 u1 u2: k4_scales_mins' v0..v3 are
-      // u0 & m6, (u2 & m4) | ((u0 >> 2) & 0x30..), u1 & m6, ((u2 >> 4) & m4) | ((u1 >> 2) & 0x30..).
-      static_assert(offsetof(gguf::BlockQ4_K, scales) == 4 && offsetof(gguf::BlockQ5_K, scales) == 4);
-      const __m128i hd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
-      const __m128i low6 = _mm_and_si128(
-          _mm_srlv_epi32(_mm_shuffle_epi32(hd, _MM_SHUFFLE(3, 2, 3, 1)), _mm_setr_epi32(0, 0, 0, 4)),
-          _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
-      const __m128i top2 = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(hd, _MM_SHUFFLE(2, 2, 1, 1)), 2),
-                                         _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-      h.s[0] = h.s[1] = _mm256_broadcastsi128_si256(_mm_or_si128(low6, top2));
+      h.s[0] = h.s[1] = _mm256_broadcastsi128_si256(k4_scales_mins(blk));
+      const __m128i hd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));  // d, dmin first
       h.dm = _mm_cvtph_ps(hd);
     }
     return h;
@@ -211,7 +204,7 @@ struct KQuantK {
       const uint8_t* blk = row + b * kBlockBytes;
       *d = h2f(blk + offsetof(gguf::BlockQ4_K, d));
       *dmin = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
-      const __m128i sm = k4_scales_mins(blk + offsetof(gguf::BlockQ4_K, scales));
+      const __m128i sm = k4_scales_mins(blk);
       std::memcpy(scb, &sm, 16);
       *mins2 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
           sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
