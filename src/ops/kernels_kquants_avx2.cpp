@@ -262,11 +262,12 @@ struct KQuantK {
     }
   }
 
-  // Bit `from` of every byte of v moved to bit `to`, the byte's other bits arbitrary: one
-  // 16-bit shift, whose bits crossing into the neighbouring byte never reach `to` there (a
-  // left shift by at most `to`, a right one by at most 7 - to: here `to` is 4, the shifts 0-4
-  // left and 0-3 right). With a constant g (the decode tile's unrolled
-  // loop) an immediate shift, where shift, mask and shift back took three instructions.
+  // The bits of every byte of v from bit `from` on moved to start at bit `to` (Q5_K: one bit,
+  // g to 4; Q6_K: two, 2gg to 4), the byte's other bits arbitrary: one 16-bit shift, whose
+  // bits crossing into the neighbouring byte never reach the moved ones there (a left shift
+  // of at most `to`, a right one of at most 8 - to - the bits moved: here 0-4 left, 0-3
+  // right). With a constant g (the decode tile's unrolled loop) an immediate shift, where a
+  // shift, a mask and a shift back took three instructions.
   static __m256i bit_to(__m256i v, int from, int to) {
     if (from == to) return v;
     return from < to ? _mm256_sll_epi16(v, _mm_cvtsi32_si128(to - from))
