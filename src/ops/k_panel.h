@@ -131,7 +131,7 @@ struct KPanel : BlockPanel<256, 2240> {
         __m256i mins2;
         K::block_header(rows[r], b, &d, &dmin, scb, &mins2);
         __m256i s16[2];
-        K::scales16(scb, s16);
+        K::scales16(_mm_load_si128(reinterpret_cast<const __m128i*>(scb)), s16);
         __m256i c = _mm256_setzero_si256();  // Q6_K: sum over groups of 128 (q - 32) . scales
         for (int g = 0; g < 8; ++g) {
           __m256i codes = K::group_codes(rows[r], b, g, m0f);

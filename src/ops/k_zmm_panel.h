@@ -1,6 +1,6 @@
 // KZmm: the prefill of Q4_K, Q5_K and Q6_K on the AVX-512 paths (kernels_avx512.cpp, both
 // builds). Included inside that file's anonymous namespace after KQuantK, whose block decoding
-// (chunk_codes, k4_scales_mins, the scale lane map) and arithmetic it reuses; nothing else may
+// (chunk_codes, ops/k4_scales.h, the scale lane map) and arithmetic it reuses; nothing else may
 // include it.
 //
 // Why it exists: KQuantK's prefill tile (1 row x 8 tokens for Q4_K / Q5_K, 2 x 4 for Q6_K)
@@ -61,7 +61,7 @@ struct KZmm : BlockPanel<256, 2368> {
           const uint8_t* blk = rows[r] + b * K::kBlockBytes;
           dd[r] = h2f(blk + offsetof(gguf::BlockQ4_K, d));
           dd[4 + r] = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
-          const __m256i sm = k4_scales_mins(blk);
+          const __m256i sm = _mm256_cvtepu8_epi16(k4_scales_mins(k4_header(blk)));
           sc16 = _mm512_castsi256_si512(sm);
           _mm256_store_ps(reinterpret_cast<float*>(sb + kMins + 64 * r),
                           _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(sm, 1))));

@@ -490,21 +490,9 @@ using Q32Best = Q32K<TY>;
 // chunk elements 4i..4i+3, i.e. canonical lane i % 8; lanes i and i + 8 are folded (exact
 // integer add) at the end of the super-block, then the float part follows the scalar order.
 
-// The 8 scales and 8 mins of the Q4_K / Q5_K block at blk as 16 int16 (sc0..sc7, m0..m7).
-// Bit layout: gguf/blocks.h unpack_k4_scale. From one 16-byte load of d, dmin and the 12
-// scale bytes, as dwords u0 u1 u2 after d and dmin: sc0..3 = u0 & m6, sc4..7 = (u2 & m4) |
-// ((u0 >> 2) & 0x30..), m0..3 = u1 & m6, m4..7 = ((u2 >> 4) & m4) | ((u1 >> 2) & 0x30..), by
-// vector operations (kernels_kquants_avx2.cpp's twin says why).
-inline __m256i k4_scales_mins(const uint8_t* blk) {
-  static_assert(offsetof(gguf::BlockQ4_K, scales) == 4 && offsetof(gguf::BlockQ5_K, scales) == 4);
-  const __m128i hd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
-  const __m128i low6 = _mm_and_si128(
-      _mm_srlv_epi32(_mm_shuffle_epi32(hd, _MM_SHUFFLE(3, 2, 3, 1)), _mm_setr_epi32(0, 0, 0, 4)),
-      _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
-  const __m128i top2 = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(hd, _MM_SHUFFLE(2, 2, 1, 1)), 2),
-                                     _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-  return _mm256_cvtepu8_epi16(_mm_or_si128(low6, top2));
-}
+// k4_scales_mins and k4_header: the Q4_K / Q5_K scales and mins as bytes by vector ops,
+// widened here to the 16 int16 sc0..sc7, m0..m7 of the zmm code's madd operand.
+#include "ops/k4_scales.h"
 
 template <TensorType TY>
 struct KQuantK {
@@ -548,10 +536,11 @@ struct KQuantK {
         } else {
           // Q4_K and Q5_K share the d, dmin, scales prefix; only the block size differs.
           const uint8_t* blk = rows[r] + b * kBlockBytes;
-          const __m128 dm = _mm_cvtph_ps(_mm_loadu_si32(blk));  // d, dmin
+          const __m128i hd = k4_header(blk);
+          const __m128 dm = _mm_cvtph_ps(hd);  // d, dmin
           d[r] = _mm_cvtss_f32(dm);
           dmin[r] = _mm_cvtss_f32(_mm_movehdup_ps(dm));
-          const __m256i sm = k4_scales_mins(blk);
+          const __m256i sm = _mm256_cvtepu8_epi16(k4_scales_mins(hd));
           sc16[r] = _mm512_castsi256_si512(sm);
           mins2[r] = _mm256_permutexvar_epi16(
               _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15), sm);

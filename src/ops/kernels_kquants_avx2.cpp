@@ -19,22 +19,8 @@ using gguf::TensorType;
 // maddubs + madd against the scale gives 8 int32 lanes, lane l covering elements 4l..4l+3:
 // the canonical lanes directly.
 
-// Scales sc0..sc7 then mins m0..m7 of the Q4_K / Q5_K block at blk, as bytes. From one
-// 16-byte load of d, dmin and the 12 scale bytes, as dwords u0 u1 u2 after d and dmin (bit
-// layout: gguf/blocks.h unpack_k4_scale): sc0..3 = u0 & m6, sc4..7 = (u2 & m4) | ((u0 >> 2) &
-// 0x30..), m0..3 = u1 & m6, m4..7 = ((u2 >> 4) & m4) | ((u1 >> 2) & 0x30..). Vector operations:
-// the scalar unpacking and the stores between it and its vector were about half of the
-// instructions of a Q4_K decode step (perf annotate, Llama-3.2-1B all-Q4_K tg, Zen 5).
-inline __m128i k4_scales_mins(const uint8_t* blk) {
-  static_assert(offsetof(gguf::BlockQ4_K, scales) == 4 && offsetof(gguf::BlockQ5_K, scales) == 4);
-  const __m128i hd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));
-  const __m128i low6 = _mm_and_si128(
-      _mm_srlv_epi32(_mm_shuffle_epi32(hd, _MM_SHUFFLE(3, 2, 3, 1)), _mm_setr_epi32(0, 0, 0, 4)),
-      _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
-  const __m128i top2 = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(hd, _MM_SHUFFLE(2, 2, 1, 1)), 2),
-                                     _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-  return _mm_or_si128(low6, top2);
-}
+// k4_scales_mins and k4_header: the Q4_K / Q5_K scales and mins as bytes by vector ops.
+#include "ops/k4_scales.h"
 
 // vpshufb controls of KQuantK::group_scales: group g's scale(s) into every int16 of a 128-bit
 // half (Q6_K: the low half takes scale 2g, the high half 2g + 1, each from the vector of
@@ -154,13 +140,11 @@ struct KQuantK {
     const uint8_t* blk = row + b * kBlockBytes;
     if constexpr (kQ6) {
       const auto* q6 = reinterpret_cast<const gguf::BlockQ6_K*>(blk);
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q6->scales));
-      h.s[0] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(v));
-      h.s[1] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(v, 8)));
+      scales16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q6->scales)), h.s);
       h.dm = _mm_set_ss(h2f(reinterpret_cast<const uint8_t*>(&q6->d)));
     } else {
-      h.s[0] = h.s[1] = _mm256_broadcastsi128_si256(k4_scales_mins(blk));
-      const __m128i hd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk));  // d, dmin first
+      const __m128i hd = k4_header(blk);
+      h.s[0] = h.s[1] = _mm256_broadcastsi128_si256(k4_scales_mins(hd));
       h.dm = _mm_cvtph_ps(hd);
     }
     return h;
@@ -204,18 +188,18 @@ struct KQuantK {
       const uint8_t* blk = row + b * kBlockBytes;
       *d = h2f(blk + offsetof(gguf::BlockQ4_K, d));
       *dmin = h2f(blk + offsetof(gguf::BlockQ4_K, dmin));
-      const __m128i sm = k4_scales_mins(blk);
+      const __m128i sm = k4_scales_mins(k4_header(blk));
       std::memcpy(scb, &sm, 16);
       *mins2 = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
           sm, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
     }
   }
 
-  // The sub-block scales as int16 for group_scales, once per super-block: Q4_K / Q5_K sc0..7
-  // in each 128-bit half of s[0] (s[1] a copy); Q6_K scales 0-7 in both halves of s[0], 8-15
-  // in both halves of s[1].
-  static void scales16(const uint8_t* scb, __m256i (&s)[2]) {
-    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(scb));
+  // The sub-block scales as int16 for group_scales, once per super-block, from v, the scale
+  // bytes of block_header (Q4_K / Q5_K sc0..7 first, Q6_K 16 int8): Q4_K / Q5_K sc0..7 in
+  // each 128-bit half of s[0] (s[1] a copy); Q6_K scales 0-7 in both halves of s[0], 8-15 in
+  // both halves of s[1].
+  static void scales16(__m128i v, __m256i (&s)[2]) {
     if constexpr (kQ6) {
       s[0] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(v));
       s[1] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(v, 8)));
