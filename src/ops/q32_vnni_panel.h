@@ -90,6 +90,18 @@ struct Q32Vnni {
     }
   }
 
+  // The blocks go in chunks of kChunk, every row pair and 4-token group of the tile through
+  // one chunk before the next (Q32Panel's order), so that at large k the chunk's codes and
+  // biases of both pairs (16 KiB), its 8 tokens' bytes (16 KiB) and products (4 KiB) stay in
+  // L1 for all of them; unchunked, a row longer than about 2048 left the tile reading panel
+  // and tokens from L2 again for each pair. bench_matmul 1 avxvnni 512 q8_0 K,M on a Zen 5
+  // core, GOP/s, old and new alternated: k = 8192 (Llama-3.2-1B's ffn_down) 97-105 -> 112-120,
+  // k = 4864 114-120 -> 121-126, k = 896 (one chunk) 148-151 both. Chunks of 32 ran 1-3 %
+  // slower than 64, prefetches in the loop 2-10 %. Even, so that the chunks keep the even and
+  // odd blocks' accumulators apart.
+  static constexpr int64_t kChunk = 64;
+  static_assert(kChunk % 2 == 0);
+
   // Rows [0, 4) of the panel x tokens [t0, t0 + T): y[(t0 + t) * m + i + r]. The asm takes
   // 4 tokens at a time; a table of products covers 8 (one vmulps per row and block), so a
   // tile of 8 tokens makes one table per row pair for two of them. Fewer than 4 tokens go
@@ -104,40 +116,55 @@ struct Q32Vnni {
         #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) y[(t0 + t) * m + i + r] = out[r * T + t];
     } else {
-      for (int p = 0; p < 2; ++p) {
-        for (int64_t b = 0; b < nb; ++b) {
-          const __m256 ad = _mm256_loadu_ps(a.dt + b * a.n + t0);
-          const float* wd = scale + 4 * b + 2 * p;
-          _mm256_store_ps(prod + 16 * b, _mm256_mul_ps(_mm256_broadcast_ss(wd), ad));
-          _mm256_store_ps(prod + 16 * b + 8, _mm256_mul_ps(_mm256_broadcast_ss(wd + 1), ad));
+      constexpr int kGroups = T == 8 ? 2 : 1;  // groups of 4 tokens
+      // Each accumulator (row pair p, token group g) carried from chunk to chunk in memory:
+      // the same FMAs in the same order as one pass over all blocks, from +0 (the first
+      // chunk's vxorps).
+      alignas(32) float even[2][kGroups][8][8], odd[2][kGroups][8][8];
+      for (int64_t c0 = 0; c0 < nb; c0 += kChunk) {
+        const int64_t c1 = c0 + kChunk < nb ? c0 + kChunk : nb;
+        for (int p = 0; p < 2; ++p) {
+          for (int64_t b = c0; b < c1; ++b) {
+            const __m256 ad = _mm256_loadu_ps(a.dt + b * a.n + t0);
+            const float* wd = scale + 4 * b + 2 * p;
+            _mm256_store_ps(prod + 16 * b, _mm256_mul_ps(_mm256_broadcast_ss(wd), ad));
+            _mm256_store_ps(prod + 16 * b + 8, _mm256_mul_ps(_mm256_broadcast_ss(wd + 1), ad));
+          }
+          for (int g = 0; g < kGroups; ++g)
+            four_tokens(a, t0, 4 * g, 2 * p, c0, c1, even[p][g], odd[p][g]);
         }
-        four_tokens(a, t0, 0, 2 * p, m, i, y);
-        if constexpr (T == 8) four_tokens(a, t0, 4, 2 * p, m, i, y);
       }
+      #pragma GCC unroll 2
+      for (int p = 0; p < 2; ++p)
+        #pragma GCC unroll 2
+        for (int g = 0; g < kGroups; ++g)
+          #pragma GCC unroll 2
+          for (int r = 0; r < 2; ++r)
+            #pragma GCC unroll 4
+            for (int t = 0; t < 4; ++t)
+              y[(t0 + 4 * g + t) * m + i + 2 * p + r] = tree16(
+                  _mm256_load_ps(even[p][g][4 * r + t]), _mm256_load_ps(odd[p][g][4 * r + t]));
       if constexpr (T > 4 && T < 8) tile<T - 4>(a, t0 + 4, m, i, y);
     }
   }
 
-  // Tokens [t0 + s, t0 + s + 4) of the row pair starting at row r0, products in the table.
-  void four_tokens(const Activations& a, int64_t t0, int s, int r0, int64_t m, int64_t i,
-                   float* y) const {
-    alignas(32) float even[8][8], odd[8][8];
-    const uint8_t* pan = pairs + 128 * nb * (r0 / 2);
-    const uint8_t* act = a.u + (t0 + s) * k;
-    half_pass(pan, act, prod + s, nb, even);
-    half_pass(pan + 128, act + 32, prod + 16 + s, nb - 1, odd);
-    #pragma GCC unroll 2
-    for (int r = 0; r < 2; ++r)
-      #pragma GCC unroll 4
-      for (int t = 0; t < 4; ++t)
-        y[(t0 + s + t) * m + i + r0 + r] =
-            tree16(_mm256_load_ps(even[4 * r + t]), _mm256_load_ps(odd[4 * r + t]));
+  // Blocks [c0, c1) (c0 even) of tokens [t0 + s, t0 + s + 4) and the row pair starting at row
+  // r0, products in the table, into the accumulators even and odd.
+  void four_tokens(const Activations& a, int64_t t0, int s, int r0, int64_t c0, int64_t c1,
+                   float (&even)[8][8], float (&odd)[8][8]) const {
+    const uint8_t* pan = pairs + 128 * nb * (r0 / 2) + 128 * c0;
+    const uint8_t* act = a.u + (t0 + s) * k + 32 * c0;
+    half_pass(pan, act, prod + 16 * c0 + s, c1 - c0, even, c0 == 0);
+    half_pass(pan + 128, act + 32, prod + 16 * (c0 + 1) + s, c1 - c0 - 1, odd, c0 == 0);
   }
 
   // Blocks 0, 2, 4, .. < n of the pair at pan (tokens at act, products at prd, all three at
-  // their first block already) into out[4 r + t]: 8 lanes per row and token.
+  // their first block already) into the accumulators acc[4 r + t]: 8 lanes per row and token,
+  // which start at +0 (the first chunk, first true) or at acc's values. Zeroed in registers:
+  // with a zeroed array read back in every half pass, one chunk (k = 896) ran 142 GOP/s
+  // against 151 (bench_matmul, Zen 5).
   void half_pass(const uint8_t* pan, const uint8_t* act, const float* prd, int64_t n,
-                 float (&out)[8][8]) const {
+                 float (&acc)[8][8], bool first) const {
     int64_t count = (n + 1) / 2;
     const int64_t k3 = 3 * k;
     static constexpr int32_t kMagic8[8] = {kMagic, kMagic, kMagic, kMagic,
@@ -145,7 +172,13 @@ struct Q32Vnni {
     // ymm0-7: accumulators (row r, token t in ymm 4r + t); ymm8, ymm9: the rows' biases;
     // ymm10, ymm11: their codes; ymm12: the token; ymm13, ymm14: temporaries; ymm15: magic.
     __asm__ volatile(
+        "test %[first], %[first]\n\t"
+        "jz 3f\n\t"
         EMBER_ASM_ZERO_ACC
+        "jmp 4f\n\t"
+        "3:\n\t"
+        EMBER_ASM_LOAD_ACC("acc")
+        "4:\n\t"
         "vmovdqu (%[magic]), %%ymm15\n\t"
         "test %[count], %[count]\n\t"
         "jle 2f\n\t"
@@ -164,9 +197,10 @@ struct Q32Vnni {
         "dec %[count]\n\t"
         "jnz 1b\n\t"
         "2:\n\t"
-        EMBER_ASM_STORE_ACC("out")
+        EMBER_ASM_STORE_ACC("acc")
         : [pan] "+r"(pan), [act] "+r"(act), [prd] "+r"(prd), [count] "+r"(count)
-        : [magic] "r"(kMagic8), [k] "r"(k), [k3] "r"(k3), [out] "r"(&out[0][0])
+        : [magic] "r"(kMagic8), [k] "r"(k), [k3] "r"(k3), [acc] "r"(&acc[0][0]),
+          [first] "r"(int(first))
         : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
           "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
   }

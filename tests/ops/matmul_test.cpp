@@ -165,8 +165,10 @@ TEST(Matmul, TilesRemaindersAndTokenChunksMatchScalar) {
 }
 
 // The avx2 panel (ops/q32_panel.h) walks the blocks in chunks of 32, even and odd blocks
-// apart, and the tokens in pairs: 67 blocks (chunks of 32, 32 and 3, the last one ending on an
-// even block) and 19 tokens (a single last token) must still give the scalar bits.
+// apart, and the tokens in pairs, the VNNI panel (ops/q32_vnni_panel.h) in chunks of 64 and
+// groups of 4 tokens: 67 blocks (chunks of 32, 32 and 3, or 64 and 3, the last one ending on
+// an even block) and 19 tokens (a single last token; a last group of 3) must still give the
+// scalar bits.
 TEST(Matmul, OddBlockCountsAndTokenPairsMatchScalar) {
   std::mt19937 rng(23);
   const int64_t k = 32 * 67, m = 9, n = 19;
