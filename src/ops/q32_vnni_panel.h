@@ -92,7 +92,7 @@ struct Q32Vnni {
 
   // The blocks go in chunks of kChunk, every row pair and 4-token group of the tile through
   // one chunk before the next (Q32Panel's order), so that at large k the chunk's codes and
-  // biases of both pairs (16 KiB), its 8 tokens' bytes (16 KiB) and products (4 KiB) stay in
+  // biases of both pairs (16 KiB), its 8 tokens' bytes (16 KiB) and products (8 KiB) stay in
   // L1 for all of them; unchunked, a row longer than about 2048 left the tile reading panel
   // and tokens from L2 again for each pair. bench_matmul 1 avxvnni 512 q8_0 K,M on a Zen 5
   // core, GOP/s, old and new alternated: k = 8192 (Llama-3.2-1B's ffn_down) 97-105 -> 112-120,
