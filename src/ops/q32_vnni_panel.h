@@ -60,17 +60,15 @@ struct Q32Vnni {
   int64_t k = 0, nb = 0;
   uint8_t* pairs = nullptr;  // row pair p, block b at pairs + 128 (nb p + b): the codes of
                              // rows 2p and 2p + 1 (32 bytes each), then their biases (8 x i32)
-  float* prod = nullptr;     // the scale products, block b at 32 b: 8 tokens per row, rows 0-3
   float* scale = nullptr;    // scale[4 b + r]
   const uint8_t* rows[4] = {};  // for the token tails (Q32K's tiles)
 
-  static int64_t bytes(int64_t k) { return 256 * (k / 32) + 128 * (k / 32) + 16 * (k / 32); }
+  static int64_t bytes(int64_t k) { return 256 * (k / 32) + 16 * (k / 32); }
 
   void bind(uint8_t* mem, int64_t k_) {
     k = k_, nb = k_ / 32;
     pairs = mem;
-    prod = reinterpret_cast<float*>(mem + 256 * nb);
-    scale = prod + 32 * nb;
+    scale = reinterpret_cast<float*>(mem + 256 * nb);
   }
 
   void fill(const uint8_t* const* rows_) {
@@ -124,22 +122,24 @@ struct Q32Vnni {
       // The chunk's products for all 4 rows at once, from locals: a.dt's 8 token scales of a
       // block are a.n floats from the next block's, so each block's load came from L2, and
       // per row pair it came twice; with the members reloaded after every store, that loop
-      // was 13 % of the tile's samples (perf, Llama-3.2-1B Q8_0 pp512, Zen 5).
+      // was 13 % of the tile's samples (perf, Llama-3.2-1B Q8_0 pp512, Zen 5). The table
+      // holds one chunk (block c0 + j at prod[j]: 8 tokens per row, rows 0-3), as Q32Panel's
+      // and Q32Zmm's do.
+      alignas(32) float prod[kChunk][32];
       const float* dt = a.dt + t0;
       const int64_t dstride = a.n;
       const float* wd = scale;
-      float* const pr = prod;
       for (int64_t c0 = 0; c0 < nb; c0 += kChunk) {
         const int64_t c1 = c0 + kChunk < nb ? c0 + kChunk : nb;
         for (int64_t b = c0; b < c1; ++b) {
           const __m256 ad = _mm256_loadu_ps(dt + b * dstride);
           #pragma GCC unroll 4
           for (int r = 0; r < 4; ++r)
-            _mm256_store_ps(pr + 32 * b + 8 * r, _mm256_mul_ps(_mm256_broadcast_ss(wd + 4 * b + r), ad));
+            _mm256_store_ps(prod[b - c0] + 8 * r, _mm256_mul_ps(_mm256_broadcast_ss(wd + 4 * b + r), ad));
         }
         for (int p = 0; p < 2; ++p)
           for (int g = 0; g < kGroups; ++g)
-            four_tokens(a, t0, 4 * g, 2 * p, c0, c1, even[p][g], odd[p][g]);
+            four_tokens(a, t0, 4 * g, 2 * p, c0, c1, prod, even[p][g], odd[p][g]);
       }
       #pragma GCC unroll 2
       for (int p = 0; p < 2; ++p)
@@ -156,12 +156,12 @@ struct Q32Vnni {
   }
 
   // Blocks [c0, c1) (c0 even) of tokens [t0 + s, t0 + s + 4) and the row pair starting at row
-  // r0, products in the table, into the accumulators even and odd.
+  // r0, products in the chunk's table, into the accumulators even and odd.
   void four_tokens(const Activations& a, int64_t t0, int s, int r0, int64_t c0, int64_t c1,
-                   float (&even)[8][8], float (&odd)[8][8]) const {
+                   const float (*prod)[32], float (&even)[8][8], float (&odd)[8][8]) const {
     const uint8_t* pan = pairs + 128 * nb * (r0 / 2) + 128 * c0;
     const uint8_t* act = a.u + (t0 + s) * k + 32 * c0;
-    const float* prd = prod + 32 * c0 + 8 * r0 + s;
+    const float* prd = prod[0] + 8 * r0 + s;
     half_pass(pan, act, prd, c1 - c0, even, c0 == 0);
     half_pass(pan + 128, act + 32, prd + 32, c1 - c0 - 1, odd, c0 == 0);
   }
