@@ -24,7 +24,8 @@ struct Activations {
   // 32-blocks on the ymm VNNI paths only, and only for prefill (n > kStreamTokens, the calls
   // that reach the panel Q32Vnni; null otherwise): the codes as vpdpbusd's unsigned operand,
   // u[t*k + j] = q[t*k + j] + 128 (64-byte aligned rows when k % 64 == 0), and the scales
-  // block-major, dt[b*n + t] = d[t*nb + b] (8 floats of padding after).
+  // in groups of 8 tokens, block by block within a group (dt_at below; a last group's
+  // missing tokens are 0).
   const uint8_t* u = nullptr;
   // 32-blocks on the avx512vnni path only, and only for prefill (the panel Q32Zmm): the
   // tokens in pairs, interleaved 4 bytes at a time: for token pair p (tokens 2p and 2p + 1, a
@@ -33,6 +34,11 @@ struct Activations {
   // dt as above (also made for this path).
   const uint8_t* up = nullptr;
   const float* dt = nullptr;
+  // Token t's scale of block b in dt: the 8 tokens of t's group side by side, so that a
+  // tile's table of scale products reads one block after another. Block-major (b*n + t), each
+  // block's load came from another line of L2: the table loop of Q32Zmm was a quarter of its
+  // tile's samples (perf, Llama-3.2-1B Q8_0 pp512, avx512vnni, Zen 5).
+  const float* dt_at(int64_t t, int64_t b) const { return dt + (t / 8) * 8 * (k / 32) + 8 * b + t % 8; }
   // 32-blocks on the avx2 path only, and only for prefill (the panel Q32Panel): each block's
   // codes in pair order, bytes 0-15 = elements 4i, 4i + 1 (i = 0..7), bytes 16-31 = elements
   // 4i + 2, 4i + 3; and the scales of tokens t and t + 1 side by side, dp[2 (t*nb + b) + j] =

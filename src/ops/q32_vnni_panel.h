@@ -119,20 +119,19 @@ struct Q32Vnni {
       // the same FMAs in the same order as one pass over all blocks, from +0 (the first
       // chunk's vxorps).
       alignas(32) float even[2][kGroups][8][8], odd[2][kGroups][8][8];
-      // The chunk's products for all 4 rows at once, from locals: a.dt's 8 token scales of a
-      // block are a.n floats from the next block's, so each block's load came from L2, and
-      // per row pair it came twice; with the members reloaded after every store, that loop
-      // was 13 % of the tile's samples (perf, Llama-3.2-1B Q8_0 pp512, Zen 5). The table
-      // holds one chunk (block c0 + j at prod[j]: 8 tokens per row, rows 0-3), as Q32Panel's
-      // and Q32Zmm's do.
+      // The chunk's products for all 4 rows at once, from locals: with a table per row pair
+      // (each block's token scales loaded twice) and the members reloaded after every store,
+      // that loop was 13 % of the tile's samples (perf, Llama-3.2-1B Q8_0 pp512, Zen 5). The
+      // table holds one chunk (block c0 + j at prod[j]: 8 tokens per row, rows 0-3), as
+      // Q32Panel's and Q32Zmm's do; the tile's token scales are 8 floats a block, one block
+      // after another (Activations::dt_at).
       alignas(32) float prod[kChunk][32];
-      const float* dt = a.dt + t0;
-      const int64_t dstride = a.n;
+      const float* dt = a.dt_at(t0, 0);  // t0 % 8 == 0: the tile's 8 tokens, 8 floats a block
       const float* wd = scale;
       for (int64_t c0 = 0; c0 < nb; c0 += kChunk) {
         const int64_t c1 = c0 + kChunk < nb ? c0 + kChunk : nb;
         for (int64_t b = c0; b < c1; ++b) {
-          const __m256 ad = _mm256_loadu_ps(dt + b * dstride);
+          const __m256 ad = _mm256_loadu_ps(dt + 8 * b);
           #pragma GCC unroll 4
           for (int r = 0; r < 4; ++r)
             _mm256_store_ps(prod[b - c0] + 8 * r, _mm256_mul_ps(_mm256_broadcast_ss(wd + 4 * b + r), ad));

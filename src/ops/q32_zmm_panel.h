@@ -96,7 +96,7 @@ struct Q32Zmm : BlockPanel<32, 576> {
     alignas(64) float prd[kChunk][16];
     for (int64_t b = c0; b < c1; ++b)
       _mm512_store_ps(prd[b - c0], _mm512_mul_ps(_mm512_load_ps(panel + kBlock * b + 512),
-                                                 _mm512_broadcast_f32x4(_mm_loadu_ps(a.dt + b * a.n + t0))));
+                                                 _mm512_broadcast_f32x4(_mm_loadu_ps(a.dt_at(t0, b)))));
     // Block b into the accumulators of parity E (c0 is even, so E is b's parity).
     auto step = [&]<int E>(int64_t b) {
       const uint8_t* pb = panel + kBlock * b;
