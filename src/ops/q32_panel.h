@@ -21,8 +21,8 @@
 //     temporaries in the 16 ymm registers, one asm statement per half pass (GCC spilled the
 //     intrinsics), and takes each scale product wd * ad from a table made for the token pair
 //     before the half pass's loop (one vmulps per block): rows 0-1's 4 products come in one
-//     load, in both 128-bit halves, and one vpermilps per step spreads its product over the 8
-//     lanes; rows 2-3's steps each take theirs by a vbroadcastss load.
+//     load (vbroadcastf128), in both 128-bit halves, and one vpermilps per step spreads its
+//     product over the 8 lanes; rows 2-3's steps each take theirs by a vbroadcastss load.
 // Per step: 2 vpmaddwd + vcvtdq2ps + FMA on p0 / p1; per 8 steps 4 vpmovsxbw and 4 vpermilps
 // on p5 and 8 vpaddd on any of the three: 48 uops on 3 ports, so 2.0 cycles stays the floor on
 // Intel (with a vpermilps in every step it would be 2.17). On a Zen 5 core (two 256-bit loads
@@ -49,7 +49,7 @@
   SCALE(R, T)                                                          \
   "vfmadd231ps %%ymm14, %%ymm12, %%ymm" #ACC "\n\t"
 #define EMBER_Q32_PERM(R, T) "vpermilps $(0x55 * ((2 * " #R " + " #T ") & 3)), %%ymm15, %%ymm14\n\t"
-#define EMBER_Q32_BCAST(R, T) "vbroadcastss (32 + 4 * ((2 * " #R " + " #T ") & 3))(%[prd]), %%ymm14\n\t"
+#define EMBER_Q32_BCAST(R, T) "vbroadcastss (16 + 4 * ((2 * " #R " + " #T ") & 3))(%[prd]), %%ymm14\n\t"
 
 template <TensorType TY>
 struct Q32Panel : BlockPanel<32, 288> {
@@ -130,16 +130,17 @@ struct Q32Panel : BlockPanel<32, 288> {
                         int64_t stride, bool first, float (&acc)[8][8], int64_t k) {
     // The count blocks' scale products wd[r] * ad[t] (one vmulps of the panel's scales by the
     // pair's two, a.dp), made before the pass (a table written in the loop and read back at
-    // once waits on store forwarding): block j's rows 0-1 at table[j][0..7] as r0t0 r0t1 r1t0
-    // r1t1 twice (for vpermilps within 128-bit halves), rows 2-3 at table[j][8..15] alike.
-    alignas(32) float table[(kChunk + 1) / 2][16];
-    for (int64_t j = 0; j < count; ++j) {
-      const __m256 p = _mm256_mul_ps(
+    // once waits on store forwarding): block j's at table[j] as r0t0 r0t1 r1t0 r1t1 r2t0 r2t1
+    // r3t0 r3t1, the vmulps as it comes. The loop's vbroadcastf128 puts rows 0-1's 4 in both
+    // 128-bit halves (for vpermilps); with the table holding them twice, two vperm2f128 and
+    // a second store per block were 14 % of the tile's samples beside the loop's 84 %
+    // (perf, Llama-3.2-1B Q8_0 pp512). bench_matmul 1 avx2 512 q8_0, medians of 5 alternated
+    // rounds, GOP/s: k = 896 104.3 -> 106.2, 2048 104.1 -> 105.7, 8192 98.2 -> 99.9.
+    alignas(32) float table[(kChunk + 1) / 2][8];
+    for (int64_t j = 0; j < count; ++j)
+      _mm256_store_ps(table[j], _mm256_mul_ps(
           _mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double*>(dp + 4 * j))),
-          _mm256_load_ps(reinterpret_cast<const float*>(pan + 2 * kBlock * j + 256)));
-      _mm256_store_ps(table[j], _mm256_permute2f128_ps(p, p, 0x00));
-      _mm256_store_ps(table[j] + 8, _mm256_permute2f128_ps(p, p, 0x11));
-    }
+          _mm256_load_ps(reinterpret_cast<const float*>(pan + 2 * kBlock * j + 256))));
     const float* prd = &table[0][0];
     // ymm0-7: accumulators (row r, token t in ymm 2r + t); ymm8, ymm9: token 0's halves;
     // ymm10, ymm11: token 1's; ymm12-14: temporaries; ymm15: rows 0-1's scale products.
@@ -160,14 +161,14 @@ struct Q32Panel : BlockPanel<32, 288> {
         "vpmovsxbw 16(%[act]), %%ymm9\n\t"
         "vpmovsxbw (%[act],%[stride],1), %%ymm10\n\t"
         "vpmovsxbw 16(%[act],%[stride],1), %%ymm11\n\t"
-        "vmovaps (%[prd]), %%ymm15\n\t"
+        "vbroadcastf128 (%[prd]), %%ymm15\n\t"
         EMBER_Q32_STEP(EMBER_Q32_PERM, 0, 0, 8, 9, 0) EMBER_Q32_STEP(EMBER_Q32_PERM, 0, 1, 10, 11, 1)
         EMBER_Q32_STEP(EMBER_Q32_PERM, 1, 0, 8, 9, 2) EMBER_Q32_STEP(EMBER_Q32_PERM, 1, 1, 10, 11, 3)
         EMBER_Q32_STEP(EMBER_Q32_BCAST, 2, 0, 8, 9, 4) EMBER_Q32_STEP(EMBER_Q32_BCAST, 2, 1, 10, 11, 5)
         EMBER_Q32_STEP(EMBER_Q32_BCAST, 3, 0, 8, 9, 6) EMBER_Q32_STEP(EMBER_Q32_BCAST, 3, 1, 10, 11, 7)
         "add $576, %[pan]\n\t"
         "add $64, %[act]\n\t"
-        "add $64, %[prd]\n\t"
+        "add $32, %[prd]\n\t"
         "dec %[count]\n\t"
         "jnz 1b\n\t"
         "2:\n\t"
