@@ -38,7 +38,8 @@ struct Activations {
   // tile's table of scale products reads one block after another. Block-major (b*n + t), each
   // block's load came from another line of L2: the table loop of Q32Zmm was a quarter of its
   // tile's samples (perf, Llama-3.2-1B Q8_0 pp512, avx512vnni, Zen 5).
-  const float* dt_at(int64_t t, int64_t b) const { return dt + (t / 8) * 8 * (k / 32) + 8 * b + t % 8; }
+  static int64_t dt_index(int64_t t, int64_t b, int64_t nb) { return (t / 8) * 8 * nb + 8 * b + t % 8; }
+  const float* dt_at(int64_t t, int64_t b) const { return dt + dt_index(t, b, k / 32); }
   // 32-blocks on the avx2 path only, and only for prefill (the panel Q32Panel): each block's
   // codes in pair order, bytes 0-15 = elements 4i, 4i + 1 (i = 0..7), bytes 16-31 = elements
   // 4i + 2, 4i + 3; and the scales of tokens t and t + 1 side by side, dp[2 (t*nb + b) + j] =

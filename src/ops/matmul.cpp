@@ -229,7 +229,7 @@ void quantize_activations(ActFormat f, const float* x, int64_t n, int64_t k, Scr
         const float* const d = s.d.data();
         float* const dt = s.dt.data();
         for (int64_t t = t0; t < t1; ++t)
-          for (int64_t b = 0; b < nb; ++b) dt[(t / 8) * 8 * nb + 8 * b + t % 8] = d[t * nb + b];
+          for (int64_t b = 0; b < nb; ++b) dt[Activations::dt_index(t, b, nb)] = d[t * nb + b];
       }
       if (with_qp) {
         // Pair order (ops/kernels.h): element pairs (4i, 4i + 1) first, then (4i + 2, 4i + 3).
