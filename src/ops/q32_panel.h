@@ -19,18 +19,22 @@
 //     and block), read by the vpmaddwd as memory operands;
 //   - a tile of 4 rows x 2 tokens keeps its 8 accumulators, the two tokens' halves and the
 //     temporaries in the 16 ymm registers, one asm statement per half pass (GCC spilled the
-//     intrinsics), and takes each scale product wd * ad from a table made for the token pair
-//     before the half pass's loop (one vmulps per block): rows 0-1's 4 products come in one
-//     load (vbroadcastf128), in both 128-bit halves, and one vpermilps per step spreads its
-//     product over the 8 lanes; rows 2-3's steps each take theirs by a vbroadcastss load.
-// Per step: 2 vpmaddwd + vcvtdq2ps + FMA on p0 / p1; per 8 steps 4 vpmovsxbw and 4 vpermilps
-// on p5 and 8 vpaddd on any of the three: 48 uops on 3 ports, so 2.0 cycles stays the floor on
-// Intel (with a vpermilps in every step it would be 2.17). On a Zen 5 core (two 256-bit loads
-// a cycle; vpmaddwd and the FMA on two pipes, vcvtdq2ps and the shuffle elsewhere: bench_ports)
-// the loads bound the step: 3.5 a step with a broadcast in each, 3.1 here. bench_matmul 1 avx2
-// 512 q8_0,q4_0,q5_0 there, GOP/s, alternating rounds: the products made in the loop and read
-// back at once by the broadcasts (store forwarding) 86-91; made before the loop 99-105; a
-// vpermilps in rows 0-1's steps 104-110, the same as in every step (105-108).
+//     intrinsics), loads each row's two code halves once for both tokens, and takes each scale
+//     product wd * ad by a vbroadcastss from a table made for the token pair before the half
+//     pass's loop (one vmulps per block).
+// Per step: 2 vpmaddwd + vcvtdq2ps + FMA on p0 / p1; per 8 steps 4 vpmovsxbw on p5 and 8 vpaddd
+// on any of the three: 44 uops on 3 ports, so 2.0 cycles stays the floor on Intel. On a Zen 5
+// core (two 256-bit loads a cycle; vpmaddwd and the FMA on two pipes, vcvtdq2ps and the
+// shuffles elsewhere: bench_ports) the multiplies bound the step at 1.5 cycles (1.56 with the
+// table's vmulps) and the loads come close: 2.5 a step here (8 code halves, 4 token halves, 8
+// broadcasts per 8 steps), 3.1 when every step read its codes as memory operands and rows 0-1
+// took their products by a vbroadcastf128 and a vpermilps, 3.5 with a broadcast in each step
+// and the codes from memory. bench_matmul 1 avx2 512 q8_0,q4_0,q5_0 there, GOP/s, alternating
+// rounds: the products made in the loop and read back at once by the broadcasts (store
+// forwarding) 86-91; made before the loop 99-105; a vpermilps in rows 0-1's steps 104-110, the
+// same as in every step (105-108); the codes loaded once per row (and the table's loop unrolled,
+// below), medians of 4 rounds, q8_0 k = 2048 105.0 -> 109.5, 8192 (m = 2048) 98.9 -> 102.5,
+// 2048 (m = 8192) 105.2 -> 111.7, 896 106.1 -> 108.1.
 //
 // The bits are Q32K's: the same int32 lane sums, converted by the same vcvtdq2ps, met by the
 // same float product wd * ad in the same FMA, even blocks into one accumulator and odd blocks
@@ -39,17 +43,25 @@
 // Measured on the Emerald Rapids VM (1 thread, 3.0 GHz): the tile loop over L1 data, k = 896,
 // 0.724 ns per step (2.17 cycles; 0.886 before), k = 4864 0.819.
 
-// One step: row R, token T (halves in ymm TL, TH), accumulator ymm ACC, the scale product
-// spread into ymm14 by SCALE (from ymm15 or from the table); ymm12, ymm13 temporaries.
-#define EMBER_Q32_STEP(SCALE, R, T, TL, TH, ACC)                            \
-  "vpmaddwd (" #R " * 64)(%[pan]), %%ymm" #TL ", %%ymm12\n\t"         \
-  "vpmaddwd (" #R " * 64 + 32)(%[pan]), %%ymm" #TH ", %%ymm13\n\t"    \
-  "vpaddd %%ymm13, %%ymm12, %%ymm12\n\t"                               \
-  "vcvtdq2ps %%ymm12, %%ymm12\n\t"                                     \
-  SCALE(R, T)                                                          \
-  "vfmadd231ps %%ymm14, %%ymm12, %%ymm" #ACC "\n\t"
-#define EMBER_Q32_PERM(R, T) "vpermilps $(0x55 * ((2 * " #R " + " #T ") & 3)), %%ymm15, %%ymm14\n\t"
-#define EMBER_Q32_BCAST(R, T) "vbroadcastss (16 + 4 * ((2 * " #R " + " #T ") & 3))(%[prd]), %%ymm14\n\t"
+// One row R of the tile, both tokens (halves in ymm8, ymm9 and ymm10, ymm11), into
+// accumulators ymm A0 and A1: the row's two code halves loaded once into ymm12, ymm13 and met by
+// each token's in turn; the second token's products overwrite the codes (their last use), and
+// ymm15, then ymm13, take each step's scale product from the table by a broadcast.
+#define EMBER_Q32_ROW(R, A0, A1)                                                   \
+  "vmovdqa (" #R " * 64)(%[pan]), %%ymm12\n\t"                                   \
+  "vmovdqa (" #R " * 64 + 32)(%[pan]), %%ymm13\n\t"                              \
+  "vpmaddwd %%ymm12, %%ymm8, %%ymm14\n\t"                                        \
+  "vpmaddwd %%ymm13, %%ymm9, %%ymm15\n\t"                                        \
+  "vpaddd %%ymm15, %%ymm14, %%ymm14\n\t"                                         \
+  "vcvtdq2ps %%ymm14, %%ymm14\n\t"                                               \
+  "vbroadcastss (8 * " #R ")(%[prd]), %%ymm15\n\t"                               \
+  "vfmadd231ps %%ymm15, %%ymm14, %%ymm" #A0 "\n\t"                               \
+  "vpmaddwd %%ymm12, %%ymm10, %%ymm12\n\t"                                       \
+  "vpmaddwd %%ymm13, %%ymm11, %%ymm13\n\t"                                       \
+  "vpaddd %%ymm13, %%ymm12, %%ymm12\n\t"                                         \
+  "vcvtdq2ps %%ymm12, %%ymm12\n\t"                                               \
+  "vbroadcastss (8 * " #R " + 4)(%[prd]), %%ymm13\n\t"                           \
+  "vfmadd231ps %%ymm13, %%ymm12, %%ymm" #A1 "\n\t"
 
 template <TensorType TY>
 struct Q32Panel : BlockPanel<32, 288> {
@@ -130,20 +142,27 @@ struct Q32Panel : BlockPanel<32, 288> {
                         int64_t stride, bool first, float (&acc)[8][8], int64_t k) {
     // The count blocks' scale products wd[r] * ad[t] (one vmulps of the panel's scales by the
     // pair's two, a.dp), made before the pass (a table written in the loop and read back at
-    // once waits on store forwarding): block j's at table[j] as r0t0 r0t1 r1t0 r1t1 r2t0 r2t1
-    // r3t0 r3t1, the vmulps as it comes. The loop's vbroadcastf128 puts rows 0-1's 4 in both
-    // 128-bit halves (for vpermilps); with the table holding them twice, two vperm2f128 and
-    // a second store per block were 14 % of the tile's samples beside the loop's 84 %
-    // (perf, Llama-3.2-1B Q8_0 pp512). bench_matmul 1 avx2 512 q8_0, medians of 5 alternated
-    // rounds, GOP/s: k = 896 104.3 -> 106.2, 2048 104.1 -> 105.7, 8192 98.2 -> 99.9.
+    // once waits on store forwarding; written one block ahead in the loop, into two slots in
+    // turn, it ran no faster than this in a copy of the loop over L1 data): block j's at
+    // table[j] as r0t0 r0t1 r1t0 r1t1 r2t0 r2t1 r3t0 r3t1, the vmulps as it comes. A full
+    // chunk's 16 go unrolled: the table is the largest part of the tile outside its loops
+    // (about 10 % of its samples, perf of Llama-3.2-1B Q8_0 pp512 on Zen 5), and its loop's
+    // overhead 2 % of the pass in that copy.
     alignas(32) float table[(kChunk + 1) / 2][8];
-    for (int64_t j = 0; j < count; ++j)
+    const auto product = [&](int64_t j) {
       _mm256_store_ps(table[j], _mm256_mul_ps(
           _mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double*>(dp + 4 * j))),
           _mm256_load_ps(reinterpret_cast<const float*>(pan + 2 * kBlock * j + 256))));
+    };
+    if (count == (kChunk + 1) / 2) {
+      #pragma GCC unroll 16
+      for (int64_t j = 0; j < (kChunk + 1) / 2; ++j) product(j);
+    } else {
+      for (int64_t j = 0; j < count; ++j) product(j);
+    }
     const float* prd = &table[0][0];
     // ymm0-7: accumulators (row r, token t in ymm 2r + t); ymm8, ymm9: token 0's halves;
-    // ymm10, ymm11: token 1's; ymm12-14: temporaries; ymm15: rows 0-1's scale products.
+    // ymm10, ymm11: token 1's; ymm12, ymm13: a row's code halves; ymm14, ymm15: temporaries.
     __asm__ volatile(
         "test %[first], %[first]\n\t"
         "jz 3f\n\t"
@@ -161,11 +180,7 @@ struct Q32Panel : BlockPanel<32, 288> {
         "vpmovsxbw 16(%[act]), %%ymm9\n\t"
         "vpmovsxbw (%[act],%[stride],1), %%ymm10\n\t"
         "vpmovsxbw 16(%[act],%[stride],1), %%ymm11\n\t"
-        "vbroadcastf128 (%[prd]), %%ymm15\n\t"
-        EMBER_Q32_STEP(EMBER_Q32_PERM, 0, 0, 8, 9, 0) EMBER_Q32_STEP(EMBER_Q32_PERM, 0, 1, 10, 11, 1)
-        EMBER_Q32_STEP(EMBER_Q32_PERM, 1, 0, 8, 9, 2) EMBER_Q32_STEP(EMBER_Q32_PERM, 1, 1, 10, 11, 3)
-        EMBER_Q32_STEP(EMBER_Q32_BCAST, 2, 0, 8, 9, 4) EMBER_Q32_STEP(EMBER_Q32_BCAST, 2, 1, 10, 11, 5)
-        EMBER_Q32_STEP(EMBER_Q32_BCAST, 3, 0, 8, 9, 6) EMBER_Q32_STEP(EMBER_Q32_BCAST, 3, 1, 10, 11, 7)
+        EMBER_Q32_ROW(0, 0, 1) EMBER_Q32_ROW(1, 2, 3) EMBER_Q32_ROW(2, 4, 5) EMBER_Q32_ROW(3, 6, 7)
         "add $576, %[pan]\n\t"
         "add $64, %[act]\n\t"
         "add $32, %[prd]\n\t"
@@ -181,6 +196,4 @@ struct Q32Panel : BlockPanel<32, 288> {
   }
 };
 
-#undef EMBER_Q32_STEP
-#undef EMBER_Q32_PERM
-#undef EMBER_Q32_BCAST
+#undef EMBER_Q32_ROW
