@@ -16,7 +16,7 @@
 //     half gives lane i = w[4i] a[4i] + w[4i+1] a[4i+1], of the second w[4i+2] a[4i+2] +
 //     w[4i+3] a[4i+3]: their sum is dot4's lane i, the same integer;
 //   - the panel holds the 4 rows' codes widened to int16 in the same order (64 bytes per row
-//     and block), read by the vpmaddwd as memory operands;
+//     and block);
 //   - a tile of 4 rows x 2 tokens keeps its 8 accumulators, the two tokens' halves and the
 //     temporaries in the 16 ymm registers, one asm statement per half pass (GCC spilled the
 //     intrinsics), loads each row's two code halves once for both tokens, and takes each scale
@@ -143,7 +143,7 @@ struct Q32Panel : BlockPanel<32, 288> {
     // The count blocks' scale products wd[r] * ad[t] (one vmulps of the panel's scales by the
     // pair's two, a.dp), made before the pass (a table written in the loop and read back at
     // once waits on store forwarding; written one block ahead in the loop, into two slots in
-    // turn, it ran no faster than this in a copy of the loop over L1 data): block j's at
+    // turn, it ran at most 1 % faster than this in a copy of the loop over L1 data): block j's at
     // table[j] as r0t0 r0t1 r1t0 r1t1 r2t0 r2t1 r3t0 r3t1, the vmulps as it comes. A full
     // chunk's 16 go unrolled: the table is the largest part of the tile outside its loops
     // (about 10 % of its samples, perf of Llama-3.2-1B Q8_0 pp512 on Zen 5), and its loop's
