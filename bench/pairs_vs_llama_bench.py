@@ -102,10 +102,7 @@ def main():
     llama = shlex.split(a.llama_bench)
     if not llama:
         fail("--llama-bench: expected a program, found an empty string", 2)
-    env = dict(os.environ)
-    ember_env = dict(env)
-    if a.simd:
-        ember_env["EMBER_SIMD"] = a.simd
+    ember_env = dict(os.environ, EMBER_SIMD=a.simd) if a.simd else None
     common = ["-t", str(a.threads), *flags, "-r", "1", "-o", "jsonl"]
 
     start = datetime.datetime.now(datetime.timezone.utc)
@@ -116,7 +113,7 @@ def main():
     for m in a.model:
         ll, em = {}, {}
         for i in range(a.pairs):
-            lr = run_engine("llama-bench", llama + ["-m", m, *common], env)
+            lr = run_engine("llama-bench", llama + ["-m", m, *common], None)
             er = run_engine("ember bench", [a.ember, "bench", "-m", m, *common], ember_env)
             if set(lr) != set(er):
                 fail(f"{m}: the engines ran different tests: llama-bench {sorted(lr)}, ember {sorted(er)}")
