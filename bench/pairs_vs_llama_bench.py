@@ -19,11 +19,12 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shlex
 import statistics
 import subprocess
 import sys
+
+from machine import cpu_name
 
 
 def fail(msg, code=1):
@@ -31,15 +32,9 @@ def fail(msg, code=1):
     sys.exit(code)
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+def shown(text):
+    """A path or name as printed: control characters escaped, never raw."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def test_name(t):
@@ -97,7 +92,7 @@ def main():
         fail(f"--threads: expected 1 to 1024, found {a.threads}", 2)
     for m in a.model:
         if not os.path.isfile(m):
-            fail(f"--model: no such file: {m}", 2)
+            fail(f"--model: no such file: {shown(m)}", 2)
     flags = a.flags or ["-p", "512", "-n", "0"]
     llama = shlex.split(a.llama_bench)
     if not llama:
@@ -116,16 +111,16 @@ def main():
             lr = run_engine("llama-bench", llama + ["-m", m, *common], None)
             er = run_engine("ember bench", [a.ember, "bench", "-m", m, *common], ember_env)
             if set(lr) != set(er):
-                fail(f"{m}: the engines ran different tests: llama-bench {sorted(lr)}, ember {sorted(er)}")
+                fail(f"{shown(m)}: the engines ran different tests: llama-bench {sorted(lr)}, ember {sorted(er)}")
             for name in lr:
                 ll.setdefault(name, []).append(lr[name])
                 em.setdefault(name, []).append(er[name])
-            print(f"# {os.path.basename(m)} pair {i + 1}: " +
+            print(f"# {shown(os.path.basename(m))} pair {i + 1}: " +
                   ", ".join(f"{n} {lr[n]:.1f} / {er[n]:.1f} = {er[n] / lr[n]:.2f}" for n in lr),
                   file=sys.stderr, flush=True)
         for name in ll:
             ratios = [e / l for l, e in zip(ll[name], em[name])]
-            rows.append(f"| {os.path.basename(m)} | {a.simd or 'default'} | {name} | "
+            rows.append(f"| {shown(os.path.basename(m))} | {a.simd or 'default'} | {name} | "
                         f"{summary(ll[name], '%.1f')} | {summary(em[name], '%.1f')} | "
                         f"{summary(ratios, '%.2f')} |")
     end = datetime.datetime.now(datetime.timezone.utc)

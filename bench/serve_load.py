@@ -23,6 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "serve_http"))
 import serve_fixture  # noqa: E402
+from machine import cpu_name  # noqa: E402
 
 
 def stream_one(port, body):
@@ -79,7 +80,7 @@ def main():
         _, models, _ = server.request("GET", "/v1/models")
         vocab = models["data"][0]["meta"]["n_vocab"]
         engine = models["data"][0]["meta"]["engine"]
-        cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+        cpu = cpu_name()
         simd = os.environ.get("EMBER_SIMD", "best present")
         print(f"model {os.path.basename(a.model)} ({engine}); CPU {cpu}, {os.cpu_count()} logical CPUs, "
               f"EMBER_SIMD {simd}, --threads {a.threads}")

@@ -26,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "serve_http"))
 import serve_fixture  # noqa: E402
+from machine import cpu_name  # noqa: E402
 
 PROMPTS = [
     "Once upon a time there was a small town by the sea where",
@@ -113,7 +114,7 @@ def main():
         r = [(p, q) for p in range(len(PROMPTS)) for q in range(len(PARAMS))]
         rng.shuffle(r)
         jobs += r
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    cpu = cpu_name()
     print(f"model {os.path.basename(a.model)}; CPU {cpu}, {os.cpu_count()} logical CPUs; {len(jobs)} requests, "
           f"{a.clients} clients, {a.gen_tokens} tokens each; command: {' '.join(sys.argv)}")
     results = {}
