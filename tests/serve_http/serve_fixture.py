@@ -5,6 +5,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,7 +31,10 @@ class EmberServer:
     def __init__(self, *args, env=None, model=MODEL):
         if not os.path.exists(model):
             raise AssertionError(f"missing shared model {model}")  # fail, not skip
+        # The server's stderr goes to a file (a pipe nobody drains could fill and block it); stop()
+        # keeps its text and removes the file, so test runs leave nothing in the temp directory.
         self.log = tempfile.NamedTemporaryFile(prefix="ember-serve-", suffix=".log", delete=False)
+        self.stopped_stderr = None
         e = dict(os.environ)
         e.update(env or {})
         self.proc = subprocess.Popen([EMBER, "serve", "-m", model, "--port", "0", *args],
@@ -50,6 +54,8 @@ class EmberServer:
             raise AssertionError("ember serve did not start within 30 s: " + self.stderr())
 
     def stderr(self):
+        if self.stopped_stderr is not None:
+            return self.stopped_stderr
         with open(self.log.name, encoding="utf-8", errors="replace") as f:
             return f.read()
 
@@ -82,7 +88,10 @@ class EmberServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        self.log.close()
+        if self.stopped_stderr is None:
+            self.stopped_stderr = self.stderr()
+            self.log.close()
+            os.unlink(self.log.name)
         return self.proc.returncode
 
 
@@ -116,6 +125,7 @@ class RedisServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def ember_run(prompt, n, *args):

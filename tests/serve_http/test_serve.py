@@ -99,11 +99,12 @@ class ServeCompletions(unittest.TestCase):
                                                                  "max_tokens": 12, "temperature": 0})
         self.assertEqual(status, 200, j)
         self.assertEqual(j["choices"][0]["message"]["role"], "assistant")
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
             json.dump(messages, f)
-        r = subprocess.run([EMBER, "run", "--model", self.server_model(), "--messages", f.name, "--tokenizer-config",
-                            QWEN3_CONFIG, "--add-generation-prompt", "-n", "12", "--quiet"], capture_output=True,
-                           timeout=60)
+            f.flush()
+            r = subprocess.run([EMBER, "run", "--model", self.server_model(), "--messages", f.name,
+                                "--tokenizer-config", QWEN3_CONFIG, "--add-generation-prompt", "-n", "12", "--quiet"],
+                               capture_output=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(j["choices"][0]["message"]["content"], r.stdout.decode()[:-1])
 
@@ -216,7 +217,10 @@ class ServeFaults(unittest.TestCase):
     def test_api_key_guards_every_route_but_health(self):
         with tempfile.NamedTemporaryFile("w", delete=False) as f:
             f.write("s3cret-key\n")
-        server = EmberServer("--api-key-file", f.name)
+        try:
+            server = EmberServer("--api-key-file", f.name)
+        finally:
+            os.unlink(f.name)  # the server read it at start
         try:
             s, j, _ = server.post("/v1/completions", {"model": MODEL_ID, "prompt": "a", "max_tokens": 1})
             self.assertEqual(s, 401)
