@@ -26,12 +26,28 @@ import serve_fixture  # noqa: E402
 from machine import cpu_name  # noqa: E402
 
 
+class BenchError(Exception):
+    """A run that did not give its figures: exit 1."""
+
+
+class UsageError(Exception):
+    """Flags the model cannot serve: exit 2, like argparse's own errors."""
+
+
 def stream_one(port, body):
     """(TTFT seconds, generated tokens) of one streamed completion."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
     t0 = time.monotonic()
     c.request("POST", "/completion", body=json.dumps(body), headers={"Content-Type": "application/json"})
     r = c.getresponse()
+    if r.status != 200:
+        raw = r.read()
+        c.close()
+        try:
+            why = json.loads(raw)["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            why = raw[:200].decode("utf-8", "replace")
+        raise BenchError(f"the server answered HTTP {r.status}: {why}")
     ttft = None
     n = 0
     buf = b""
@@ -50,6 +66,8 @@ def stream_one(port, body):
             elif ttft is None:
                 ttft = time.monotonic() - t0
     c.close()
+    if ttft is None:
+        raise BenchError("the server's stream ended before its first token")
     return ttft, n
 
 
@@ -79,6 +97,11 @@ def main():
     try:
         _, models, _ = server.request("GET", "/v1/models")
         vocab = models["data"][0]["meta"]["n_vocab"]
+        n_ctx = models["data"][0]["meta"]["n_ctx"]
+        for flag, need in (("--prompt-tokens P + --gen-tokens G", a.prompt_tokens + a.gen_tokens),
+                           ("--prefix-tokens H + 4", a.prefix_tokens + 4)):
+            if need > n_ctx:
+                raise UsageError(f"{flag}: expected at most the served context, {n_ctx} tokens, found {need}")
         engine = models["data"][0]["meta"]["engine"]
         cpu = cpu_name()
         simd = os.environ.get("EMBER_SIMD", "best present")
@@ -88,18 +111,22 @@ def main():
         print(f"{'clients':>7} {'requests':>8} {'gen tok/s':>10} {'TTFT p50 s':>11} {'TTFT p99 s':>11}")
         base = 0
         for conc in [int(x) for x in a.concurrency.split(",")]:
-            ttfts, counts = [], []
+            ttfts, counts, errors = [], [], []
             lock = threading.Lock()
 
             def client(k):
-                for r in range(a.requests):
-                    i = base + k * a.requests + r
-                    body = {"prompt": prompt_ids(i, a.prompt_tokens, vocab), "n_predict": a.gen_tokens,
-                            "temperature": 0, "ignore_eos": True, "stream": True}
-                    t, n = stream_one(server.port, body)
+                try:
+                    for r in range(a.requests):
+                        i = base + k * a.requests + r
+                        body = {"prompt": prompt_ids(i, a.prompt_tokens, vocab), "n_predict": a.gen_tokens,
+                                "temperature": 0, "ignore_eos": True, "stream": True}
+                        t, n = stream_one(server.port, body)
+                        with lock:
+                            ttfts.append(t)
+                            counts.append(n)
+                except (BenchError, OSError, http.client.HTTPException) as e:
                     with lock:
-                        ttfts.append(t)
-                        counts.append(n)
+                        errors.append(e)
             t0 = time.monotonic()
             ts = [threading.Thread(target=client, args=(k,)) for k in range(conc)]
             for t in ts:
@@ -107,6 +134,8 @@ def main():
             for t in ts:
                 t.join()
             wall = time.monotonic() - t0
+            if errors:
+                raise BenchError(f"{len(errors)} of {conc} clients failed; the first: {errors[0]}")
             base += conc * a.requests
             print(f"{conc:>7} {len(counts):>8} {sum(counts) / wall:>10.2f} {statistics.median(ttfts):>11.3f} "
                   f"{percentile(ttfts, 0.99):>11.3f}")
@@ -121,4 +150,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (UsageError, BenchError) as e:
+        print(f"serve_load.py: {e}", file=sys.stderr)
+        sys.exit(2 if isinstance(e, UsageError) else 1)
