@@ -56,23 +56,41 @@ class LlamaServer:
             except OSError:
                 pass
             if self.proc.poll() is not None:
-                raise SystemExit("llama-server exited; see " + self.log.name)
+                raise BenchError(f"llama-server exited {self.proc.returncode}; its log: {self.log.name}")
             time.sleep(0.2)
-        raise SystemExit("llama-server did not become healthy in 120 s; see " + self.log.name)
+        self.stop(keep_log=True)
+        raise BenchError("llama-server did not become healthy in 120 s; its log: " + self.log.name)
 
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(20)
+    def stop(self, keep_log=False):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        if not keep_log:
+            os.unlink(self.log.name)  # a run that went well leaves nothing behind
+
+
+class BenchError(Exception):
+    """A run that did not give its figures: one line, exit 1."""
 
 
 def post(port, body):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=3600)
     c.request("POST", "/completion", body=json.dumps(body), headers={"Content-Type": "application/json"})
     r = c.getresponse()
-    j = json.loads(r.read())
+    raw = r.read()
     c.close()
+    try:
+        j = json.loads(raw)
+    except ValueError:
+        raise BenchError(f"port {port} answered HTTP {r.status} with no JSON: {raw[:200]!r}") from None
     if r.status != 200:
-        raise RuntimeError(f"HTTP {r.status}: {j}")
+        why = j.get("error", {}).get("message", j) if isinstance(j, dict) else j
+        raise BenchError(f"port {port} answered HTTP {r.status}: {why}")
     return j
 
 
@@ -107,6 +125,11 @@ def main():
     ap.add_argument("--gen-tokens", type=int, default=32)
     ap.add_argument("--ctx", type=int, default=512)
     a = ap.parse_args()
+    for flag, path in (("--llama-server", a.llama_server), ("--ember", a.ember)):
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            ap.error(f"{flag}: expected an executable file, found {path!r}")
+    if not os.path.isfile(a.model):
+        ap.error(f"--model: no such file {a.model!r}")
     serve_fixture.EMBER = a.ember
     rng = random.Random(7)
     jobs = []
@@ -124,11 +147,16 @@ def main():
         else:
             srv = serve_fixture.EmberServer("--parallel", str(a.parallel), "--threads", str(a.threads), "-c",
                                             str(a.ctx), model=a.model)
+        ok = False
         try:
             post(srv.port, {"prompt": "warm up", "n_predict": 2, "temperature": 0})
             outputs, tps = run_stream(srv.port, jobs, a.clients, a.gen_tokens)
+            ok = True
         finally:
-            srv.stop()
+            if isinstance(srv, LlamaServer):
+                srv.stop(keep_log=not ok)
+            else:
+                srv.stop()
         changed = sum(1 for outs in outputs.values() if len(set(outs)) > 1)
         results[name] = (tps, changed, len(outputs), outputs)
         print(f"{name:>12}: {tps:7.2f} generated tok/s; pairs with more than one output: {changed} of {len(outputs)}")
@@ -139,4 +167,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BenchError as e:
+        print(f"serve_vs_llama_server.py: {e}", file=sys.stderr)
+        sys.exit(1)
