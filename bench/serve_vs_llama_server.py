@@ -62,13 +62,7 @@ class LlamaServer:
         raise BenchError("llama-server did not become healthy in 120 s; its log: " + self.log.name)
 
     def stop(self, keep_log=False):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        serve_fixture.end_process(self.proc, 20)
         self.log.close()
         if not keep_log:
             os.unlink(self.log.name)  # a run that went well leaves nothing behind

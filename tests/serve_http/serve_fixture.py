@@ -19,6 +19,17 @@ MODEL_ID = "stories260K.gguf"
 QWEN3_CONFIG = os.path.join(SHARED, "tokenizer", "qwen3", "tokenizer_config.json")
 
 
+def end_process(proc, timeout, sig=signal.SIGTERM):
+    """Sends sig to a running process, waits up to timeout seconds, then kills it."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -81,13 +92,7 @@ class EmberServer:
         return float(m.group(1)) if m else None
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        end_process(self.proc, timeout, sig)
         if self.stopped_stderr is None:
             self.stopped_stderr = self.stderr()
             self.log.close()
@@ -118,13 +123,7 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}"
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        end_process(self.proc, 5)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
