@@ -92,8 +92,13 @@ def main():
     ap.add_argument("--concurrency", default="1,2,4,8")
     a = ap.parse_args()
     serve_fixture.EMBER = a.ember
-    server = serve_fixture.EmberServer("--parallel", "8", "--threads", str(a.threads), "--cache-ram", "4096",
-                                       model=a.model)
+    if not os.path.isfile(a.model):
+        ap.error(f"--model: no such file {a.model!r}")
+    try:
+        server = serve_fixture.EmberServer("--parallel", "8", "--threads", str(a.threads), "--cache-ram", "4096",
+                                           model=a.model)
+    except AssertionError as e:  # the test fixture's way of saying the server did not start
+        raise BenchError(str(e).strip()) from None
     try:
         _, models, _ = server.request("GET", "/v1/models")
         vocab = models["data"][0]["meta"]["n_vocab"]

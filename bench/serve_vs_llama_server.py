@@ -139,8 +139,11 @@ def main():
         if name == "llama-server":
             srv = LlamaServer(a.llama_server, a.model, a.threads, a.parallel, a.ctx)
         else:
-            srv = serve_fixture.EmberServer("--parallel", str(a.parallel), "--threads", str(a.threads), "-c",
-                                            str(a.ctx), model=a.model)
+            try:
+                srv = serve_fixture.EmberServer("--parallel", str(a.parallel), "--threads", str(a.threads), "-c",
+                                                str(a.ctx), model=a.model)
+            except AssertionError as e:  # the test fixture's way of saying the server did not start
+                raise BenchError(str(e).strip()) from None
         ok = False
         try:
             post(srv.port, {"prompt": "warm up", "n_predict": 2, "temperature": 0})

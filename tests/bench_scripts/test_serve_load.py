@@ -39,6 +39,17 @@ class ServeLoadTest(unittest.TestCase):
                                        rf"128 tokens, found {found}$")
             self.assertNotIn("Traceback", r.stderr)
 
+    def test_missing_or_unreadable_model_is_one_line(self):
+        r = subprocess.run([sys.executable, SCRIPT, "--ember", EMBER, "--model", MODEL + ".missing"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--model: no such file", r.stderr)
+        r = subprocess.run([sys.executable, SCRIPT, "--ember", EMBER, "--model", SCRIPT],  # not a GGUF
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stderr.strip().count("\n"), 0, r.stderr)
+        self.assertRegex(r.stderr, r"^serve_load\.py: ember serve exited \d+: ember: .*serve_load\.py: header")
+
 
 if __name__ == "__main__":
     unittest.main()

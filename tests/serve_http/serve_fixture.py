@@ -54,6 +54,7 @@ class EmberServer:
         self.port = None
         while time.monotonic() < deadline and self.port is None:
             if self.proc.poll() is not None:
+                self.stop()
                 raise AssertionError(f"ember serve exited {self.proc.returncode}: {self.stderr()}")
             m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.stderr())
             if m:
