@@ -24,17 +24,12 @@ import statistics
 import subprocess
 import sys
 
-from machine import cpu_name
+from report import cpu_name, shown
 
 
 def fail(msg, code=1):
     print("pairs_vs_llama_bench: " + msg, file=sys.stderr)
     sys.exit(code)
-
-
-def shown(text):
-    """A path or name as printed: control characters escaped, never raw."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def test_name(t):

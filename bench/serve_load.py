@@ -23,15 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "serve_http"))
 import serve_fixture  # noqa: E402
-from machine import cpu_name  # noqa: E402
-
-
-class BenchError(Exception):
-    """A run that did not give its figures: exit 1."""
-
-
-class UsageError(Exception):
-    """Flags the model cannot serve: exit 2, like argparse's own errors."""
+from report import BenchError, cpu_name, run_main, shown  # noqa: E402
 
 
 def stream_one(port, body):
@@ -106,11 +98,12 @@ def main():
         for flag, need in (("--prompt-tokens P + --gen-tokens G", a.prompt_tokens + a.gen_tokens),
                            ("--prefix-tokens H + 4", a.prefix_tokens + 4)):
             if need > n_ctx:
-                raise UsageError(f"{flag}: expected at most the served context, {n_ctx} tokens, found {need}")
+                raise BenchError(f"{flag}: expected at most the served context, {n_ctx} tokens, found {need}",
+                                 status=2)
         engine = models["data"][0]["meta"]["engine"]
         cpu = cpu_name()
         simd = os.environ.get("EMBER_SIMD", "best present")
-        print(f"model {os.path.basename(a.model)} ({engine}); CPU {cpu}, {os.cpu_count()} logical CPUs, "
+        print(f"model {shown(os.path.basename(a.model))} ({engine}); CPU {cpu}, {os.cpu_count()} logical CPUs, "
               f"EMBER_SIMD {simd}, --threads {a.threads}")
         print(f"command: {' '.join(sys.argv)}")
         print(f"{'clients':>7} {'requests':>8} {'gen tok/s':>10} {'TTFT p50 s':>11} {'TTFT p99 s':>11}")
@@ -155,8 +148,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (UsageError, BenchError) as e:
-        print(f"serve_load.py: {e}", file=sys.stderr)
-        sys.exit(2 if isinstance(e, UsageError) else 1)
+    run_main("serve_load.py", main)

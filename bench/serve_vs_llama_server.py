@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "serve_http"))
 import serve_fixture  # noqa: E402
-from machine import cpu_name  # noqa: E402
+from report import BenchError, cpu_name, run_main, shown  # noqa: E402
 
 PROMPTS = [
     "Once upon a time there was a small town by the sea where",
@@ -66,10 +66,6 @@ class LlamaServer:
         self.log.close()
         if not keep_log:
             os.unlink(self.log.name)  # a run that went well leaves nothing behind
-
-
-class BenchError(Exception):
-    """A run that did not give its figures: one line, exit 1."""
 
 
 def post(port, body):
@@ -132,7 +128,7 @@ def main():
         rng.shuffle(r)
         jobs += r
     cpu = cpu_name()
-    print(f"model {os.path.basename(a.model)}; CPU {cpu}, {os.cpu_count()} logical CPUs; {len(jobs)} requests, "
+    print(f"model {shown(os.path.basename(a.model))}; CPU {cpu}, {os.cpu_count()} logical CPUs; {len(jobs)} requests, "
           f"{a.clients} clients, {a.gen_tokens} tokens each; command: {' '.join(sys.argv)}")
     results = {}
     for name in ("llama-server", "ember serve"):
@@ -164,8 +160,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BenchError as e:
-        print(f"serve_vs_llama_server.py: {e}", file=sys.stderr)
-        sys.exit(1)
+    run_main("serve_vs_llama_server.py", main)
