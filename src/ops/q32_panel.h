@@ -143,7 +143,9 @@ struct Q32Panel : BlockPanel<32, 288> {
     // The count blocks' scale products wd[r] * ad[t] (one vmulps of the panel's scales by the
     // pair's two, a.dp), made before the pass (a table written in the loop and read back at
     // once waits on store forwarding; written one block ahead in the loop, into two slots in
-    // turn, it ran at most 1 % faster than this in a copy of the loop over L1 data): block j's at
+    // turn, it ran at most 1 % faster than this in a copy of the loop over L1 data, and 5-6 %
+    // slower in place: the loop is bound by the multiply pipes, whose slot the vmulps takes,
+    // while this loop runs beside the previous pass's last iterations): block j's at
     // table[j] as r0t0 r0t1 r1t0 r1t1 r2t0 r2t1 r3t0 r3t1, the vmulps as it comes. A full
     // chunk's 16 go unrolled: the table is the largest part of the tile outside its loops
     // (about 10 % of its samples, perf of Llama-3.2-1B Q8_0 pp512 on Zen 5), and its loop's
