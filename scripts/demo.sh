@@ -96,6 +96,8 @@ serve_model="$model"
 echo "== ember serve (a free loopback port; the line it prints names it)"
 "$EMBER" serve -m "$serve_model" --port 0 --parallel 2 2> "$work/serve.log" &
 serve_pid=$!
+# A step below that fails must not leave the server running (a test runs this script).
+trap 'kill "$serve_pid" 2>/dev/null || true' EXIT
 port=""
 for _ in $(seq 1 200); do
   port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$work/serve.log")
@@ -103,10 +105,10 @@ for _ in $(seq 1 200); do
   kill -0 "$serve_pid" 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
   sleep 0.05
 done
-[ -n "$port" ] || { echo "demo: ember serve did not start" >&2; kill "$serve_pid"; exit 1; }
+[ -n "$port" ] || { echo "demo: ember serve did not start" >&2; exit 1; }
 body='{"model":"'"$(basename "$serve_model")"'","prompt":"Once upon a time, there was a little girl named Lily. She loved to","max_tokens":24,"temperature":0.8,"seed":7,"logprobs":1}'
 for i in 1 2; do
-  curl -s "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' -d "$body" > "$work/serve-$i.json"
+  curl -s --max-time 60 "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' -d "$body" > "$work/serve-$i.json"
 done
 python3 - "$work/serve-1.json" "$work/serve-2.json" <<'PY'
 import json, sys
@@ -121,6 +123,7 @@ print("demo: the repeated request restored", b["usage"]["prompt_tokens_details"]
 PY
 kill -TERM "$serve_pid"
 wait "$serve_pid"
+trap - EXIT
 echo "demo: ember serve stopped cleanly on SIGTERM"
 shown+=("a served request repeated from the RAM prefix cache with the same text and logprobs")
 
