@@ -11,7 +11,8 @@ built by this repository: build llama.cpp (de3ff81, the source node-llama-cpp 3.
 outside it and pass --llama-server PATH.
 
 Usage: bench/serve_vs_llama_server.py --model M.gguf --llama-server PATH [--ember build/ember]
-       [--threads 2] [--parallel 4] [--clients 4] [--rounds 3] [--gen-tokens 32]"""
+       [--threads 2] [--parallel 4] [--clients 4] [--rounds 3] [--gen-tokens 32] [--ctx 512]
+       [--preamble-words 0]"""
 import argparse
 import collections
 import concurrent.futures
@@ -37,6 +38,14 @@ PROMPTS = [
     "After the long winter, the farmers in the valley began to",
 ]
 PARAMS = [{"temperature": 0}, {"temperature": 0.8, "seed": 3, "top_k": 40, "top_p": 0.95}]
+# With --preamble-words N every prompt opens with the first N words of this text (repeated as
+# needed): the requests then share a long prefix, so a server reuses its cached part and
+# computes the rest in whatever batch it is in, and each prefill is long enough to be split
+# among batch neighbours.
+PREAMBLE = ("One day a little girl named Lily went to the park with her mom. The sun was warm and "
+            "the sky was blue. Lily saw a big red ball under a tree and ran to get it. A small dog "
+            "came and wanted to play too. They played all day, and when it was time to go home, "
+            "Lily said goodbye to the dog and gave it a hug.").split()
 
 
 class LlamaServer:
@@ -84,12 +93,17 @@ def post(port, body):
     return j
 
 
-def run_stream(port, jobs, clients, gen):
+def preamble(words):
+    return " ".join(PREAMBLE[i % len(PREAMBLE)] for i in range(words))
+
+
+def run_stream(port, jobs, clients, gen, lead):
     outputs = collections.defaultdict(list)
 
     def one(job):
         p, q = job
-        body = {"prompt": PROMPTS[p], "n_predict": gen, "cache_prompt": True, "return_tokens": True}
+        prompt = f"{lead} {PROMPTS[p]}" if lead else PROMPTS[p]
+        body = {"prompt": prompt, "n_predict": gen, "cache_prompt": True, "return_tokens": True}
         body.update(PARAMS[q])
         j = post(port, body)
         return job, json.dumps(j["tokens"]), j.get("tokens_predicted", 0)  # ids: random models decode to little text
@@ -114,7 +128,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--gen-tokens", type=int, default=32)
     ap.add_argument("--ctx", type=int, default=512)
+    ap.add_argument("--preamble-words", type=int, default=0,
+                    help="a shared opening of this many words before every prompt (default 0)")
     a = ap.parse_args()
+    if a.preamble_words < 0:
+        ap.error(f"--preamble-words: expected 0 or more, found {a.preamble_words}")
     for flag, path in (("--llama-server", a.llama_server), ("--ember", a.ember)):
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             ap.error(f"{flag}: expected an executable file, found {path!r}")
@@ -129,7 +147,8 @@ def main():
         jobs += r
     cpu = cpu_name()
     print(f"model {shown(os.path.basename(a.model))}; CPU {cpu}, {os.cpu_count()} logical CPUs; {len(jobs)} requests, "
-          f"{a.clients} clients, {a.gen_tokens} tokens each; command: {' '.join(sys.argv)}")
+          f"{a.clients} clients, {a.gen_tokens} tokens each, a shared opening of {a.preamble_words} words; "
+          f"command: {' '.join(sys.argv)}")
     results = {}
     for name in ("llama-server", "ember serve"):
         if name == "llama-server":
@@ -143,16 +162,18 @@ def main():
         ok = False
         try:
             post(srv.port, {"prompt": "warm up", "n_predict": 2, "temperature": 0})
-            outputs, tps = run_stream(srv.port, jobs, a.clients, a.gen_tokens)
+            outputs, tps = run_stream(srv.port, jobs, a.clients, a.gen_tokens, preamble(a.preamble_words))
             ok = True
         finally:
             if isinstance(srv, LlamaServer):
                 srv.stop(keep_log=not ok)
             else:
                 srv.stop()
-        changed = sum(1 for outs in outputs.values() if len(set(outs)) > 1)
-        results[name] = (tps, changed, len(outputs), outputs)
-        print(f"{name:>12}: {tps:7.2f} generated tok/s; pairs with more than one output: {changed} of {len(outputs)}")
+        changed = [job for job, outs in outputs.items() if len(set(outs)) > 1]
+        greedy = sum(1 for _, q in changed if PARAMS[q]["temperature"] == 0)
+        results[name] = (tps, len(changed), len(outputs), outputs)
+        print(f"{name:>12}: {tps:7.2f} generated tok/s; pairs with more than one output: {len(changed)} of "
+              f"{len(outputs)} ({greedy} greedy, {len(changed) - greedy} sampled)")
     same = sum(1 for k in results["ember serve"][3]
                if results["ember serve"][3][k][0] == results["llama-server"][3][k][0])
     print(f"first outputs equal across the two engines: {same} of {len(results['ember serve'][3])} "
